@@ -1,0 +1,342 @@
+"""The value types every part of hermes-sessions passes around.
+
+All models are frozen attrs classes with keyword-only constructors and validators: a model that
+exists is well-formed. Datetimes are always timezone-aware. JSON-shaped fields (message content
+parts, tool calls, ``model_config``, ``metadata``, ``extra``) hold plain ``dict``/``list`` values;
+treat them as read-only and build a new model with :func:`attrs.evolve` to change one.
+
+Conversion to and from JSON-able dicts lives in one place, :mod:`hermes_sessions._serde`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Final, Literal, TypeAlias
+
+import attrs
+
+from hermes_sessions.ids import validate_session_id
+
+__all__ = [
+    "JSONObject",
+    "Message",
+    "MessageContent",
+    "ResetDecision",
+    "ResetReason",
+    "SessionEntry",
+    "SessionRecord",
+    "SessionSource",
+]
+
+JSONObject: TypeAlias = dict[str, Any]
+"""A JSON object: string keys, JSON-able values."""
+
+MessageContent: TypeAlias = str | list[JSONObject] | None
+"""Message content: text, a list of multimodal parts (JSON objects), or nothing."""
+
+ResetReason: TypeAlias = Literal["idle", "daily", "suspended"]
+"""Why a session was reset automatically."""
+
+SLUG_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+
+
+# -- validators and converters shared by the models ------------------------------------------------
+
+
+def _slug(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or SLUG_PATTERN.fullmatch(value) is None:
+        raise ValueError(
+            f"{attribute.name} must be a lowercase slug matching [a-z0-9][a-z0-9_.-]* "
+            f"(like 'telegram' or 'group'), got {value!r}"
+        )
+
+
+def _optional_slug(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _slug(instance, attribute, value)
+
+
+def _aware(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{attribute.name} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            f"{attribute.name} must be timezone-aware (naive datetimes are ambiguous); "
+            "use datetime.now(UTC) or attach a tzinfo"
+        )
+
+
+def _optional_aware(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _aware(instance, attribute, value)
+
+
+def _session_id(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    validate_session_id(value)
+
+
+def _optional_session_id(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _session_id(instance, attribute, value)
+
+
+def _non_negative(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{attribute.name} must be an int, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{attribute.name} must be >= 0, got {value}")
+
+
+def _optional_non_negative(
+    instance: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    if value is not None:
+        _non_negative(instance, attribute, value)
+
+
+def _json_object(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise TypeError(f"{attribute.name} must be a dict with string keys (a JSON object)")
+
+
+def _optional_str(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{attribute.name} must be a str or None, got {type(value).__name__}")
+
+
+def _bool(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{attribute.name} must be a bool, got {type(value).__name__}")
+
+
+def _id_text(value: object) -> str | None:
+    """Normalise an external identifier: numbers become strings, empty means absent."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise TypeError(f"identifiers must be str or int, got {type(value).__name__}")
+
+
+def _id_field() -> Any:
+    return attrs.field(default=None, converter=_id_text)
+
+
+def _text_field() -> Any:
+    return attrs.field(default=None, validator=_optional_str)
+
+
+# -- where a message came from ---------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class SessionSource:
+    """Where an inbound message came from: the input to session-key building.
+
+    Identifiers may be given as ``int`` (converted with ``str()``); an empty string means "absent"
+    and is stored as ``None``. Only ``platform``, ``chat_type``, ``chat_id``, ``thread_id``,
+    ``user_id`` and ``user_id_alt`` take part in the session key; the rest is descriptive.
+
+    .. versionadded:: 0.1.0
+    """
+
+    platform: str = attrs.field(validator=_slug)
+    """Lowercase platform slug (``feishu``, ``telegram``, ``discord``, ``whatsapp``, ...)."""
+    chat_id: str | None = _id_field()
+    """The chat (DM, group, channel) the message arrived in."""
+    chat_type: str = attrs.field(default="dm", validator=_slug)
+    """Conventionally ``dm``, ``group``, ``channel`` or ``thread``."""
+    user_id: str | None = _id_field()
+    """The sender's platform id."""
+    user_id_alt: str | None = _id_field()
+    """A stable alternate sender id (Feishu union_id, Signal UUID); preferred in keys."""
+    thread_id: str | None = _id_field()
+    """Thread or forum topic within the chat."""
+    chat_name: str | None = _text_field()
+    user_name: str | None = _text_field()
+    chat_topic: str | None = _text_field()
+    scope_id: str | None = _id_field()
+    """Workspace, guild or tenant."""
+    parent_chat_id: str | None = _id_field()
+    message_id: str | None = _id_field()
+    """The platform's id of the message that produced this source."""
+
+    @property
+    def participant(self) -> str | None:
+        """The sender id used in keys and ownership: ``user_id_alt`` if set, else ``user_id``."""
+        return self.user_id_alt or self.user_id
+
+
+# -- messages --------------------------------------------------------------------------------------
+
+
+def _content(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None or isinstance(value, str):
+        return
+    if isinstance(value, list) and all(isinstance(part, dict) for part in value):
+        return
+    raise TypeError(
+        "content must be a str, None, or a list of multimodal parts (dicts), "
+        f"got {type(value).__name__}"
+    )
+
+
+def _tool_calls(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not (
+        isinstance(value, list) and all(isinstance(call, dict) for call in value)
+    ):
+        raise TypeError("tool_calls must be None or a list of dicts")
+
+
+def _role(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"role must be a non-empty string such as 'user', got {value!r}")
+
+
+def _extra(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    _json_object(instance, attribute, value)
+    assert isinstance(value, dict)  # noqa: S101  # narrowed by the check above
+    clashes = sorted(MESSAGE_FIELDS.intersection(value))
+    if clashes:
+        raise ValueError(
+            f"extra must not repeat message fields {clashes}; set them as attributes instead"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Message:
+    """One message of a transcript.
+
+    Construct new messages with just ``Message(role="user", content="hi")``: the backend assigns
+    ``id`` and ``session_id`` and the store fills ``timestamp``. Any JSON field a host or provider
+    adds that is not an attribute here (``reasoning_details``, provider items, ...) goes into
+    ``extra`` and is stored and returned losslessly.
+
+    .. versionadded:: 0.1.0
+    """
+
+    role: str = attrs.field(validator=_role)
+    """``system``, ``user``, ``assistant``, ``tool``, or a host-defined role."""
+    content: MessageContent = attrs.field(default=None, validator=_content)
+    id: int | None = attrs.field(default=None, validator=_optional_non_negative)
+    """Assigned by the backend; increases in insertion order."""
+    session_id: str | None = attrs.field(default=None, validator=_optional_session_id)
+    tool_calls: list[JSONObject] | None = attrs.field(default=None, validator=_tool_calls)
+    tool_call_id: str | None = _text_field()
+    tool_name: str | None = _text_field()
+    timestamp: datetime | None = attrs.field(default=None, validator=_optional_aware)
+    token_count: int | None = attrs.field(default=None, validator=_optional_non_negative)
+    finish_reason: str | None = _text_field()
+    reasoning: str | None = _text_field()
+    platform_message_id: str | None = _id_field()
+    """The platform's id; appends are idempotent on it within a session."""
+    sender_id: str | None = _id_field()
+    """Who spoke, in shared sessions (used by ``erase_user``)."""
+    sender_name: str | None = _text_field()
+    active: bool = attrs.field(default=True, validator=_bool)
+    """``False`` once soft-deleted (undo, retract); restorable."""
+    extra: JSONObject = attrs.field(factory=dict, validator=_extra)
+    """Every other JSON field, kept losslessly."""
+
+
+MESSAGE_FIELDS: Final = frozenset(a.name for a in attrs.fields(Message)) - {"extra"}
+"""Attribute names of :class:`Message` that are not free-form ``extra`` keys."""
+
+
+# -- routing entries and session records -----------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class SessionEntry:
+    """The routing entry of one session key: which session is current, plus a few flags.
+
+    ``revision`` increases with every write; writes name the revision they read and fail with
+    :class:`~hermes_sessions.exceptions.ConflictError` if it moved on (compare-and-swap).
+
+    .. versionadded:: 0.1.0
+    """
+
+    session_key: str = attrs.field(validator=attrs.validators.instance_of(str))
+    session_id: str = attrs.field(validator=_session_id)
+    created_at: datetime = attrs.field(validator=_aware)
+    updated_at: datetime = attrs.field(validator=_aware)
+    """Last activity; drives the reset policy."""
+    origin: SessionSource | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.instance_of(SessionSource)),
+    )
+    """The source that created the entry."""
+    display_name: str | None = _text_field()
+    platform: str | None = attrs.field(default=None, validator=_optional_slug)
+    chat_type: str | None = attrs.field(default=None, validator=_optional_slug)
+    suspended: bool = attrs.field(default=False, validator=_bool)
+    resume_pending: bool = attrs.field(default=False, validator=_bool)
+    resume_reason: str | None = _text_field()
+    last_prompt_tokens: int | None = attrs.field(default=None, validator=_optional_non_negative)
+    revision: int = attrs.field(default=0, validator=_non_negative)
+
+
+@attrs.frozen(kw_only=True)
+class SessionRecord:
+    """The metadata of one transcript (one session id).
+
+    .. versionadded:: 0.1.0
+    """
+
+    id: str = attrs.field(validator=_session_id)
+    source: str = attrs.field(validator=_slug)
+    """Platform slug of the conversation (``cli``, ``telegram``, ``tool``, ...)."""
+    started_at: datetime = attrs.field(validator=_aware)
+    session_key: str | None = _text_field()
+    """The key that created the session; lets the routing index be rebuilt from transcripts."""
+    user_id: str | None = _id_field()
+    title: str | None = _text_field()
+    parent_session_id: str | None = attrs.field(default=None, validator=_optional_session_id)
+    ended_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
+    end_reason: str | None = _text_field()
+    message_count: int = attrs.field(default=0, validator=_non_negative)
+    """Active messages."""
+    tool_call_count: int = attrs.field(default=0, validator=_non_negative)
+    """Tool calls of active messages."""
+    input_tokens: int = attrs.field(default=0, validator=_non_negative)
+    output_tokens: int = attrs.field(default=0, validator=_non_negative)
+    cache_read_tokens: int = attrs.field(default=0, validator=_non_negative)
+    cache_write_tokens: int = attrs.field(default=0, validator=_non_negative)
+    reasoning_tokens: int = attrs.field(default=0, validator=_non_negative)
+    estimated_cost_usd: float | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.instance_of((int, float))),
+    )
+    model: str | None = _text_field()
+    model_config: JSONObject = attrs.field(factory=dict, validator=_json_object)
+    system_prompt: str | None = _text_field()
+    archived: bool = attrs.field(default=False, validator=_bool)
+    metadata: JSONObject = attrs.field(factory=dict, validator=_json_object)
+    """Free-form host data."""
+
+    @property
+    def is_ended(self) -> bool:
+        """Whether the session has an end reason (a rotation or the host ended it)."""
+        return self.end_reason is not None
+
+
+# -- outcomes --------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ResetDecision:
+    """Why a key's session was rotated automatically, for the host to tell the user.
+
+    ``notify`` already applies the policy's ``notify`` flag and ``notify_exclude_platforms``.
+
+    .. versionadded:: 0.1.0
+    """
+
+    reason: ResetReason = attrs.field(
+        validator=attrs.validators.in_(("idle", "daily", "suspended"))
+    )
+    previous_session_id: str = attrs.field(validator=_session_id)
+    notify: bool = attrs.field(validator=_bool)

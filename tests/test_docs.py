@@ -1,0 +1,23 @@
+"""The documentation runs: every Python block in README.md and docs/*.md executes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
+def test_python_blocks_run(document, tmp_path, monkeypatch):
+    """The Python blocks of a document run in order, in one namespace, without error."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HERMES_SESSIONS_HOME", str(tmp_path / "home"))
+    namespace: dict[str, object] = {"__name__": f"doc_{document.stem}"}
+    for number, block in enumerate(BLOCK.findall(document.read_text(encoding="utf-8")), 1):
+        code = compile(block, f"{document.name}[block {number}]", "exec")
+        exec(code, namespace)  # noqa: S102  # our own documentation

@@ -1,0 +1,76 @@
+"""The public surface: every exported name imports, is typed, and is documented."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hermes_sessions
+
+ROOT = Path(__file__).resolve().parent.parent
+API_DOC = ROOT / "docs" / "api.md"
+
+
+def test_all_is_sorted_and_unique():
+    """``__all__`` is sorted and has no duplicates, so changes read clearly in review."""
+    names = hermes_sessions.__all__
+    assert list(names) == sorted(names)
+    assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("name", hermes_sessions.__all__)
+def test_every_public_name_imports(name):
+    """Every name in ``__all__`` is an attribute of the package."""
+    assert getattr(hermes_sessions, name) is not None
+
+
+@pytest.mark.parametrize("name", [n for n in hermes_sessions.__all__ if n != "__version__"])
+def test_every_public_name_is_documented(name):
+    """Every public name has a docstring and appears in docs/api.md."""
+    obj = getattr(hermes_sessions, name)
+    assert inspect.getdoc(obj), f"{name} has no docstring"
+    assert re.search(rf"`{re.escape(name)}[`(]", API_DOC.read_text(encoding="utf-8")), (
+        f"{name} is missing from docs/api.md"
+    )
+
+
+@pytest.mark.parametrize("name", hermes_sessions.__all__)
+def test_public_callables_are_annotated(name):
+    """Public functions declare their parameter and return types."""
+    obj = getattr(hermes_sessions, name)
+    if inspect.isfunction(obj):
+        signature = inspect.signature(obj)
+        assert signature.return_annotation is not inspect.Signature.empty, name
+        for parameter in signature.parameters.values():
+            assert parameter.annotation is not inspect.Parameter.empty, (name, parameter.name)
+
+
+def test_py_typed_marker_ships():
+    """The package carries the PEP 561 marker."""
+    assert (Path(hermes_sessions.__file__).parent / "py.typed").exists()
+
+
+def test_submodules_import_cleanly():
+    """Every module of the package imports on its own."""
+    package = Path(hermes_sessions.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "__main__.py":
+            continue
+        module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        importlib.import_module(module.removesuffix(".__init__"))
+
+
+def test_import_is_light():
+    """Importing the package loads no backend driver or optional dependency."""
+    code = (
+        "import sys, hermes_sessions; "
+        "heavy = {'sqlite3', 'psycopg', 'platformdirs', 'filelock'} & set(sys.modules); "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
