@@ -1,0 +1,134 @@
+r"""Search text: the one tokenizer, query language, matcher, ranking and snippets of every backend.
+
+Every backend (in-memory, JSONL, SQLite FTS5, PostgreSQL) tokenizes with :func:`index_tokens`,
+parses with :func:`parse_query` and, where it cannot translate a query exactly, checks candidates
+with :meth:`Query.matches`, so all backends agree on what a query matches.
+
+Tokens
+------
+The *index token stream* of a text is what the matcher works on and what SQL backends store,
+space-joined, in an FTS5 table with the ``ascii`` tokenizer. Tokens never contain ASCII
+punctuation, whitespace or upper-case letters, so FTS5 sees exactly these tokens.
+
+* **Words**: maximal runs of Unicode letters, digits and combining marks that are not CJK,
+  case-folded (``str.casefold``) and NFC-normalised per token; no accent folding (``café`` is
+  not ``cafe``) and no width folding (full-width Latin letters are not ASCII letters). ``_``
+  separates (``sp_new1`` → ``sp new1``), as does all other punctuation. Control, format and
+  zero-width characters (ZWSP, ZWJ, ZWNJ, soft hyphen, BOM, bidi controls) separate like spaces.
+* **CJK** characters are Han (all blocks, extensions, compatibility ideographs, radicals),
+  ``々 〆``, the ideographic zero, Hiragana, Katakana (half-width and phonetic extensions too,
+  ``ー`` included, the middle dot ``・`` being punctuation) and Hangul (syllables and all jamo).
+  **Symbols** (every non-ASCII character of Unicode category ``S*`` — emoji, ``™``, ``©``,
+  ``→`` — and private-use or unassigned code points) are treated exactly like CJK characters and
+  join CJK runs: ``飞书🚀`` is one run. ASCII symbols (``$ + < = > ^ | ~``) are punctuation.
+* A *unit* is one CJK or symbol character plus the combining marks that follow it (a kana's
+  decomposed voiced mark, an accent on an emoji) and, for Hangul, the vowel and final jamo of
+  a decomposed syllable; units are NFC-normalised and case-folded (compatibility ideographs
+  become their unified forms, ``か`` + U+3099 becomes ``が``). Variation selectors are dropped
+  everywhere (``❤️`` is ``❤``): they choose a glyph, not a character.
+* A maximal run of units becomes its overlapping **bigrams plus a terminal unigram** of its last
+  unit: ``飞书机器人`` → ``飞书 书机 机器 器人 人``; ``书`` → ``书``. Script changes are
+  boundaries: ``修改youer服务端`` → ``修改 改 youer 服务 务端 端``.
+* Emoji joined by ZWJ are therefore separate runs (``👨‍👩‍👧`` → ``👨 👩 👧``), each findable;
+  skin-tone modifiers and regional indicators are symbols of their own (``🇨🇳`` → ``🇨🇳 🇳``).
+
+Why this stream: a CJK query of one character ``X`` matches "some token starts with ``X``" (FTS5
+``"X"*``), two characters are one bigram, three or more the phrase of their bigrams: exact
+substring semantics within a run, and nothing matches across runs (the unigram sits between a
+run's last bigram and the next run). The terminal unigram also lets a query pin a CJK stretch to
+the *end* of a run (``修改youer`` is ``修改 改 youer``), and adjacency to a word pins it to the
+start. A CJK unit or a symbol between two words occupies a position, so ``docker部署redis`` does
+not contain the phrase ``"docker redis"``, while ``docker-compose`` does contain
+``"docker compose"``.
+
+Queries
+-------
+The query is cut to :data:`MAX_QUERY_LENGTH` characters; spaces, controls and format characters
+separate *words*.
+
+* Words separated by spaces (or by upper-case ``AND``) must all match. Upper-case ``OR`` between
+  two words makes them alternatives and binds tighter: ``a b OR c`` is ``a AND (b OR c)``.
+  ``NOT word`` and ``-word`` exclude. Lower-case ``and``/``or``/``not``, ``NEAR`` and anything
+  else are plain words; parentheses, ``^``, ``:`` and other punctuation are not operators.
+* Inside a word the connectors ``- . _ / + # @`` keep one *term*: a token sequence that must
+  occur consecutively (``docker-compose``, ``my-app.config.ts``, ``P2.2``). Any other
+  punctuation splits the word into separate terms that must all match: ``content:foo`` is
+  ``content foo``, and ``飞书`` and ``机器人`` joined by a full-width comma are two terms. A
+  term mixing scripts (``修改youer``) is a sequence across the script change.
+* ``"a phrase"`` is one term of consecutive tokens, whatever punctuation it holds. An unbalanced
+  quote is ignored (it separates like a space).
+* ``term*``: the term's last token is a prefix (``dock*``, ``docker-comp*``, ``"docker comp"*``).
+  On a CJK term the ``*`` changes nothing (CJK is already substring). ``*`` elsewhere separates.
+* Odd combinations: a word that reduces to nothing (``***``, ``-``, ``:``) is dropped first.
+  ``OR`` needs a positive term right before and after it, otherwise it is dangling and ignored:
+  ``-a OR b`` is ``b -a`` and ``a OR -b`` is ``a -b``. ``NOT`` followed by an operator or by
+  nothing is ignored; ``NOT NOT a`` is ``NOT a``. ``-`` and ``NOT`` apply to every term of the
+  word that follows (``-content:foo`` excludes ``content`` and ``foo``); ``OR`` binds the nearest
+  terms (``a OR content:foo`` is ``(a OR content) foo``). A query without a positive term
+  (``NOT docker``, ``-helm``) matches nothing.
+* Limits: at most :data:`MAX_QUERY_PHRASES` terms are kept (later ones are dropped, which can
+  only widen the result). Nothing here raises: hostile input (SQL fragments, FTS syntax,
+  control characters, huge strings) is reduced to plain words, possibly none (an empty query).
+
+The normal form (for backend authors)
+-------------------------------------
+:class:`Query` = ``clauses`` (AND) of :class:`Clause` (OR of :class:`Phrase`) plus
+``excluded`` phrases; ``is_empty`` when there are no clauses. A :class:`Phrase` is a tuple of
+:class:`TokenPattern` (``text``, ``prefix``) matching consecutive tokens; only the **last**
+pattern can be a prefix, so each phrase translates exactly to the FTS5 string
+``"t1 t2 ... tn"`` (tokens joined by spaces, followed by ``*`` when the last is a prefix). FTS5
+gives ``OR`` a lower precedence than ``AND`` and ``NOT`` the highest, so emit every clause and the
+whole exclusion in parentheses: ``("a") AND ("b" OR "飞书 书机") NOT ("z")``. With the stream
+above that translation is exact; :meth:`Query.matches` remains the reference.
+
+Ranking, index and snippets
+---------------------------
+:func:`bm25_score` is Okapi BM25 (``k1=1.2``, ``b=0.75``, ``IDF = ln(1 + (N-df+0.5)/(df+0.5))``)
+over index tokens; :class:`SearchIndex` is the inverted index of the in-memory and JSONL
+backends. :func:`make_snippet` cuts about 40 tokens of the *original* text around the best match
+and reports the match offsets; :func:`searchable_text` is what gets indexed for a message.
+
+The stream depends on the Unicode database of the running Python (case folding, categories):
+re-index after a Python upgrade that changes the Unicode version.
+"""
+
+from __future__ import annotations
+
+from hermes_sessions._text_index import BM25_B, BM25_K1, SearchIndex, bm25_score, scoring_tokens
+from hermes_sessions._text_query import (
+    MAX_QUERY_LENGTH,
+    MAX_QUERY_PHRASES,
+    Clause,
+    Document,
+    Phrase,
+    Query,
+    TokenPattern,
+    match_spans,
+    parse_query,
+)
+from hermes_sessions._text_snippets import Snippet, make_snippet, searchable_text
+from hermes_sessions._text_tokens import Token, TokenKind, index_tokens, tokenize
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "MAX_QUERY_LENGTH",
+    "MAX_QUERY_PHRASES",
+    "Clause",
+    "Document",
+    "Phrase",
+    "Query",
+    "SearchIndex",
+    "Snippet",
+    "Token",
+    "TokenKind",
+    "TokenPattern",
+    "bm25_score",
+    "index_tokens",
+    "make_snippet",
+    "match_spans",
+    "parse_query",
+    "scoring_tokens",
+    "searchable_text",
+    "tokenize",
+]
