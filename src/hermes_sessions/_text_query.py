@@ -14,12 +14,13 @@ import attrs
 
 from hermes_sessions._text_tokens import (
     SEPARATOR,
+    Stream,
     Word,
     classify,
     index_tokens,
     run_tokens,
     scan,
-    tokenize,
+    stream,
 )
 
 if TYPE_CHECKING:
@@ -242,23 +243,23 @@ def match_spans(query: Query, text: str) -> list[tuple[int, int]]:
     """
     if query.is_empty:
         return []
-    tokens = tokenize(text)
-    document = Document.from_tokens([token.text for token in tokens])
+    return stream_spans(query, stream(text))
+
+
+def stream_spans(query: Query, tokens: Stream) -> list[tuple[int, int]]:
+    """:func:`match_spans` on an already tokenized text."""
+    document = Document.from_tokens(tokens.tokens)
+    starts, ends, cjk = tokens.starts, tokens.ends, tokens.cjk
+    count = len(starts)
     spans: list[tuple[int, int]] = []
     for phrase in query.positive_phrases():
         width = len(phrase.patterns)
         for start in _starts(phrase, document):
-            last = tokens[start + width - 1]
-            end = last.end
-            following = start + width
-            if (
-                phrase.prefix
-                and last.kind == "cjk"
-                and following < len(tokens)
-                and tokens[following].start < last.end
-            ):
-                end = tokens[following].start  # just the first unit of a bigram
-            spans.append((tokens[start].start, end))
+            last = start + width - 1
+            end = ends[last]
+            if phrase.prefix and cjk[last] and last + 1 < count and starts[last + 1] < end:
+                end = starts[last + 1]  # just the first unit of a bigram
+            spans.append((starts[start], end))
     return merge_spans(spans)
 
 

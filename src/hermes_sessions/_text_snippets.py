@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from hermes_sessions._text_query import match_spans
-from hermes_sessions._text_tokens import display_units
+from hermes_sessions._text_query import stream_spans
+from hermes_sessions._text_tokens import stream
 
 if TYPE_CHECKING:
     from hermes_sessions._text_query import Query
@@ -93,8 +93,9 @@ def make_snippet(
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-    spans = match_spans(query, text)
-    units = display_units(text)
+    tokens = stream(text)
+    spans = [] if query.is_empty else stream_spans(query, tokens)
+    units = tokens.unit_spans()
     if units:
         first, last = _window(units, spans, max_tokens)
         start = units[first][0] if first else 0

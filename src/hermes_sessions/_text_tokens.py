@@ -8,12 +8,15 @@ regular expression and a short loop, then derives from them the index token stre
 
 from __future__ import annotations
 
-import itertools
+import operator
 import re
 import unicodedata
-from typing import Final, Literal, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple, TypeAlias
 
 import attrs
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["Token", "TokenKind", "index_tokens", "tokenize"]
 
@@ -25,23 +28,23 @@ TokenKind: TypeAlias = Literal["word", "cjk"]
 # attach to the character before them like any other mark. Planes 2 and 3 belong to CJK
 # ideographs as a whole (extensions B to I, compatibility supplement), assigned yet or not.
 _CJK_CLASS: Final = (
+    "\u4e00-\u9fff"  # CJK unified ideographs (the most frequent ranges come first)
+    "\u3041-\u3096"  # Hiragana
+    "\u30a1-\u30fa"  # Katakana (without the double hyphen U+30A0)
+    "\u30fc-\u30ff"  # ー ヽ ヾ ヿ (without the middle dot)
+    "\uac00-\ud7a3"  # Hangul syllables
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u3005-\u3007"  # 々 〆 and the ideographic zero U+3007
     "\u1100-\u11ff"  # Hangul Jamo
     "\u2e80-\u2fdf"  # CJK radicals, Kangxi radicals
     "\u2ff0-\u2fff"  # ideographic description characters
-    "\u3005-\u3007"  # 々 〆 and the ideographic zero U+3007
     "\u3021-\u3029"  # Hangzhou numerals
     "\u3031-\u3035"  # kana repeat marks
     "\u3038-\u303b"  # Hangzhou numerals, 〻
-    "\u3041-\u3096"  # Hiragana
     "\u309b-\u309f"  # spacing voiced marks, ゝ ゞ ゟ
-    "\u30a1-\u30fa"  # Katakana (without the double hyphen U+30A0)
-    "\u30fc-\u30ff"  # ー ヽ ヾ ヿ (without the middle dot ・)
     "\u3131-\u318e"  # Hangul compatibility jamo
     "\u31f0-\u31ff"  # Katakana phonetic extensions
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
     "\ua960-\ua97f"  # Hangul Jamo extended-A
-    "\uac00-\ud7a3"  # Hangul syllables
     "\ud7b0-\ud7ff"  # Hangul Jamo extended-B
     "\uf900-\ufaff"  # CJK compatibility ideographs
     "\uff66-\uff9f"  # half-width Katakana
@@ -53,6 +56,44 @@ _CJK_CLASS: Final = (
 # One match per word run, per CJK run, or per single other non-ASCII character. ASCII characters
 # that no branch matches (punctuation, spaces, controls, ``_``) are separators.
 _SCAN: Final = re.compile(rf"(?P<w>[^\W_{_CJK_CLASS}]+)|(?P<c>[{_CJK_CLASS}]+)|(?P<o>[^\x00-\x7f])")
+# Symbols common in chat (emoji, arrows, dingbats, (c), (r), TM) that are NFC and case-folded
+# already: the fast path treats them like CJK, as the scanner would (checked by the tests).
+_FAST_SYMBOLS: Final = (
+    "\u00a9\u00ae\u2122\u2190-\u21ff\u2300-\u2307\u230c-\u2328\u232b-\u23ff\u25a0-\u2767"
+    "\u2794-\u27bf\u2b00-\u2bff\U0001f000-\U0001f0ff\U0001f1e6-\U0001f1ff\U0001f300-\U0001f6ff"
+    "\U0001f900-\U0001faff"
+)
+_EMOJI_SELECTOR: Final = "\ufe0f"
+# The fast path: in text made of ASCII, word characters, CJK, those symbols, the emoji variation
+# selector and common separators, the pieces are the matches of this pattern.
+_FAST: Final = re.compile(
+    rf"([^\W_{_CJK_CLASS}]+)|([{_CJK_CLASS}{_FAST_SYMBOLS}{_EMOJI_SELECTOR}]+)"
+)
+_ASCII_WORD: Final = re.compile("[a-z0-9]+")
+
+
+def _common_separators() -> str:
+    """Punctuation, spaces and format characters of the blocks chat text uses most."""
+    blocks = ((0x80, 0xBF), (0x2000, 0x206F), (0x3000, 0x303F), (0xFE30, 0xFE6F), (0xFF00, 0xFF65))
+    return "".join(
+        f"\\U{code:08x}"
+        for first, last in blocks
+        for code in range(first, last + 1)
+        if unicodedata.category(chr(code))[0] in "PZ"
+        or unicodedata.category(chr(code)) in {"Cc", "Cf"}
+    )
+
+
+# A character that needs the general scanner: a mark, variation selector, symbol, rare
+# punctuation, Hangul jamo that attaches, or compatibility ideograph (not NFC). Tokens never span
+# an ASCII separator, so the scanner only runs between the separators around such characters.
+_NEEDS_SCANNER: Final = re.compile(
+    rf"[^\x00-\x7f\w{_CJK_CLASS}{_FAST_SYMBOLS}{_EMOJI_SELECTOR}{_common_separators()}]"
+    "|[\u1160-\u11ff\ud7b0-\ud7ff\uf900-\ufaff\U0002f800-\U0002fa1f]"
+)
+_SEPARATOR_CLASS: Final = "[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]"
+_NEXT_SEPARATOR: Final = re.compile(_SEPARATOR_CLASS)
+_UP_TO_LAST_SEPARATOR: Final = re.compile(f".*{_SEPARATOR_CLASS}", re.DOTALL)
 # Hangul vowel and final jamo: inside a CJK run they join the unit before them, so decomposed
 # syllables become one unit (and NFC composes them).
 _ATTACHING_JAMO: Final = re.compile("[\u1160-\u11ff\ud7b0-\ud7ff]")
@@ -60,6 +101,8 @@ _VARIATION_SELECTORS: Final = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 # What may never appear in a token: ASCII other than lower-case letters and digits (the FTS5
 # ``ascii`` tokenizer would split there).
 _ASCII_JUNK: Final = re.compile("[\x00-\x2f\x3a-\x60\x7b-\x7f]")
+# Symbols whose normal form is ASCII punctuation (U+1FEF becomes a backtick): separators.
+_ASCII_SYMBOLS: Final = frozenset("\u1fef")
 
 _MARK: Final = 1
 _SELECTOR: Final = 2
@@ -105,9 +148,8 @@ def classify(char: str) -> int:
     major = category[0]
     if major == "M":
         return _SELECTOR if _VARIATION_SELECTORS.match(char) else _MARK
-    if major == "S" or category in {"Co", "Cn"}:
-        # A symbol whose normal form is ASCII (only U+1FEF, which becomes a backtick) separates.
-        return SEPARATOR if _normalise(char).isascii() else _SYMBOL
+    if (major == "S" or category in {"Co", "Cn"}) and char not in _ASCII_SYMBOLS:
+        return _SYMBOL
     return SEPARATOR  # punctuation, spaces, controls, format characters, surrogates
 
 
@@ -122,12 +164,6 @@ def _normalise(raw: str) -> str:
 
 def _split_units(chars: str, start: int) -> tuple[list[str], list[int], list[int]]:
     """Split a run of CJK characters into units (a character plus attached Hangul jamo)."""
-    if _ATTACHING_JAMO.search(chars) is None:
-        return (
-            list(chars),
-            list(range(start, start + len(chars))),
-            list(range(start + 1, start + len(chars) + 1)),
-        )
     units: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -143,7 +179,7 @@ def _split_units(chars: str, start: int) -> tuple[list[str], list[int], list[int
 
 
 class _Scanner:
-    """Turns one text into pieces; a fresh scanner per text (no shared state)."""
+    """The general scanner: turns a stretch of text into pieces (a fresh scanner each time)."""
 
     __slots__ = ("end", "pieces", "run", "run_dirty", "text", "word_start")
 
@@ -206,28 +242,49 @@ class _Scanner:
         else:  # a variation selector with nothing to select
             self.flush()
 
-    def scan(self) -> list[Piece]:
-        for match in _SCAN.finditer(self.text):
-            start, end = match.span()
+    def scan(self, start: int, end: int) -> list[Piece]:
+        for match in _SCAN.finditer(self.text, start, end):
+            first, last = match.span()
             group = match.lastgroup
             if group == "w":
-                self.add_word(start, end)
+                self.add_word(first, last)
             elif group == "c":
-                self.add_units(match.group(), start, end)
+                self.add_units(match.group(), first, last)
             else:
-                self.add_other(match.group(), start)
+                self.add_other(match.group(), first)
         self.flush()
         return self.pieces
 
 
 def scan(text: str) -> list[Piece]:
-    """Split ``text`` into word pieces and CJK/symbol runs (units already normalised)."""
-    return _Scanner(text).scan()
+    """Split ``text`` into words and CJK/symbol runs (normalised) with the general scanner."""
+    return _Scanner(text).scan(0, len(text))
+
+
+def _segments(text: str) -> Iterator[tuple[bool, int, int]]:
+    """Cut ``text`` at ASCII separators into ``(needs_scanner, start, end)`` stretches.
+
+    The stretches that need the general scanner reach from the separator before a character
+    that needs it to the separator after; the fast pattern handles the rest.
+    """
+    position, length = 0, len(text)
+    while position < length:
+        found = _NEEDS_SCANNER.search(text, position)
+        if found is None:
+            yield False, position, length
+            return
+        before = _UP_TO_LAST_SEPARATOR.match(text, position, found.start())
+        start = position if before is None else before.end()
+        if start > position:
+            yield False, position, start
+        after = _NEXT_SEPARATOR.search(text, found.end())
+        position = length if after is None else after.start()
+        yield True, start, position
 
 
 def run_tokens(units: list[str]) -> list[str]:
     """The index tokens of one CJK/symbol run: overlapping bigrams, then the last unit."""
-    tokens = [first + second for first, second in itertools.pairwise(units)]
+    tokens = list(map(operator.add, units, units[1:]))
     tokens.append(units[-1])
     return tokens
 
@@ -241,13 +298,126 @@ def index_tokens(text: str) -> list[str]:
     >>> index_tokens("Deploy docker-compose 到飞书机器人 🚀")
     ['deploy', 'docker', 'compose', '到飞', '飞书', '书机', '机器', '器人', '人', '🚀']
     """
+    if text.isascii():
+        return _ASCII_WORD.findall(text.lower())
     tokens: list[str] = []
-    for piece in scan(text):
+    for needs_scanner, start, end in _segments(text):
+        if needs_scanner:
+            _add_scanned_tokens(tokens, text, start, end)
+        else:
+            _add_fast_tokens(tokens, text, start, end)
+    return tokens
+
+
+def _add_scanned_tokens(tokens: list[str], text: str, start: int, end: int) -> None:
+    for piece in _Scanner(text).scan(start, end):
         if isinstance(piece, Word):
             tokens.append(piece.text)
         else:
             tokens.extend(run_tokens(piece.units))
-    return tokens
+
+
+def _add_fast_tokens(tokens: list[str], text: str, start: int, end: int) -> None:
+    append = tokens.append
+    for word, run in _FAST.findall(text, start, end):
+        if word:
+            append(word.lower() if word.isascii() else _normalise(word))
+            continue
+        units = run.replace(_EMOJI_SELECTOR, "") if _EMOJI_SELECTOR in run else run
+        if units:
+            tokens.extend(map(operator.add, units, units[1:]))
+            append(units[-1])
+
+
+class Stream(NamedTuple):
+    """The index token stream of a text with offsets, as parallel lists."""
+
+    tokens: list[str]
+    starts: list[int]
+    ends: list[int]
+    cjk: list[bool]
+    """Whether each token is a CJK/symbol token (a bigram or a run's unigram)."""
+
+    def unit_spans(self) -> list[tuple[int, int]]:
+        """What a snippet counts as one token: each word, and each CJK/symbol unit."""
+        starts, ends, cjk = self.starts, self.ends, self.cjk
+        spans: list[tuple[int, int]] = []
+        last = len(starts) - 1
+        for index, start in enumerate(starts):
+            end = ends[index]
+            if cjk[index] and index < last and cjk[index + 1] and starts[index + 1] < end:
+                end = starts[index + 1]  # a bigram: its first unit
+            spans.append((start, end))
+        return spans
+
+
+def stream(text: str) -> Stream:
+    """Tokenize ``text`` into a :class:`Stream` (the index stream with offsets)."""
+    result = Stream([], [], [], [])
+    tokens, starts, ends, cjk = result
+    if text.isascii():
+        for match in _ASCII_WORD.finditer(text.lower()):
+            tokens.append(match.group())
+            starts.append(match.start())
+            ends.append(match.end())
+        cjk.extend([False] * len(tokens))
+        return result
+    for needs_scanner, start, end in _segments(text):
+        if needs_scanner:
+            for piece in _Scanner(text).scan(start, end):
+                if isinstance(piece, Word):
+                    tokens.append(piece.text)
+                    starts.append(piece.start)
+                    ends.append(piece.end)
+                    cjk.append(False)
+                else:
+                    tokens.extend(run_tokens(piece.units))
+                    starts.extend(piece.starts)
+                    ends.extend(piece.ends[1:])
+                    ends.append(piece.ends[-1])
+                    cjk.extend([True] * len(piece.units))
+            continue
+        for match in _FAST.finditer(text, start, end):
+            first, last = match.span()
+            word, run = match.groups()
+            if word is None and _EMOJI_SELECTOR in run:
+                _add_selected_run(result, run, first)
+            elif word is None:
+                tokens.extend(map(operator.add, run, run[1:]))
+                tokens.append(run[-1])
+                starts.extend(range(first, last))
+                ends.extend(range(first + 2, last + 1))
+                ends.append(last)
+                cjk.extend([True] * (last - first))
+            else:
+                tokens.append(word.lower() if word.isascii() else _normalise(word))
+                starts.append(first)
+                ends.append(last)
+                cjk.append(False)
+    return result
+
+
+def _add_selected_run(result: Stream, run: str, first: int) -> None:
+    """Add a fast-path run holding emoji variation selectors, which join what precedes them."""
+    tokens, starts, ends, cjk = result
+    units: list[str] = []
+    unit_starts: list[int] = []
+    unit_ends: list[int] = []
+    for offset, char in enumerate(run, first):
+        if char != _EMOJI_SELECTOR:
+            units.append(char)
+            unit_starts.append(offset)
+            unit_ends.append(offset + 1)
+        elif units:
+            unit_ends[-1] = offset + 1
+        elif ends and ends[-1] == offset and not cjk[-1]:
+            ends[-1] = offset + 1  # right after a word: it extends the word
+    if units:
+        tokens.extend(run_tokens(units))
+        starts.extend(unit_starts)
+        ends.extend(unit_ends[1:])
+        ends.append(unit_ends[-1])
+        cjk.extend([True] * len(units))
 
 
 def tokenize(text: str) -> list[Token]:
@@ -258,26 +428,8 @@ def tokenize(text: str) -> list[Token]:
     >>> [(t.text, t.start, t.end) for t in tokenize("修改youer服务")]
     [('修改', 0, 2), ('改', 1, 2), ('youer', 2, 7), ('服务', 7, 9), ('务', 8, 9)]
     """
-    tokens: list[Token] = []
-    for piece in scan(text):
-        if isinstance(piece, Word):
-            tokens.append(Token(piece.text, piece.start, piece.end, "word"))
-            continue
-        units, starts, ends = piece
-        tokens.extend(
-            Token(units[index] + units[index + 1], starts[index], ends[index + 1], "cjk")
-            for index in range(len(units) - 1)
-        )
-        tokens.append(Token(units[-1], starts[-1], ends[-1], "cjk"))
-    return tokens
-
-
-def display_units(text: str) -> list[tuple[int, int]]:
-    """Spans of what a snippet counts as one token: a word, or one CJK/symbol unit."""
-    spans: list[tuple[int, int]] = []
-    for piece in scan(text):
-        if isinstance(piece, Word):
-            spans.append((piece.start, piece.end))
-        else:
-            spans.extend(zip(piece.starts, piece.ends, strict=True))
-    return spans
+    tokens, starts, ends, cjk = stream(text)
+    return [
+        Token(token, start, end, "cjk" if is_cjk else "word")
+        for token, start, end, is_cjk in zip(tokens, starts, ends, cjk, strict=True)
+    ]
