@@ -78,7 +78,7 @@ The normal form (for backend authors)
 pattern can be a prefix, so each phrase translates exactly to the FTS5 string
 ``"t1 t2 ... tn"`` (tokens joined by spaces, followed by ``*`` when the last is a prefix). FTS5
 gives ``OR`` a lower precedence than ``AND`` and ``NOT`` the highest, so emit every clause and the
-whole exclusion in parentheses: ``("a") AND ("b" OR "飞书 书机") NOT ("z")``. With the stream
+whole exclusion in parentheses: ``(("a") AND ("b" OR "飞书 书机")) NOT ("z")``. With the stream
 above that translation is exact; :meth:`Query.matches` remains the reference.
 
 Ranking, index and snippets
