@@ -33,6 +33,7 @@ INSTANCES = [
     (SessionNotFoundError(key="agent:main:x:dm", hint="send a message first"), LookupError),
     (AmbiguousSessionError("2026", [f"id{i}" for i in range(12)]), LookupError),
     (ConflictError("agent:main:x:dm", expected_revision=3, actual_revision=4), RuntimeError),
+    (ConflictError(session_id="20260101_000000_abcdef12"), RuntimeError),
     (BackendClosedError(), RuntimeError),
     (LockTimeoutError("/tmp/MEMORY.md.lock", 10.0), TimeoutError),
     (StorageError("disk I/O error"), OSError),

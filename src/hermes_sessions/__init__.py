@@ -12,6 +12,7 @@ from hermes_sessions.exceptions import (
     CorruptRecordError,
     HermesSessionsError,
     IncompatibleStoreError,
+    InvalidCursorError,
     InvalidIdError,
     InvalidKeyError,
     InvalidTitleError,
@@ -44,6 +45,14 @@ from hermes_sessions.policy import (
     host_timezone,
     next_reset_at,
 )
+from hermes_sessions.queries import (
+    SearchHit,
+    SearchQuery,
+    SessionPage,
+    SessionQuery,
+    SessionSummary,
+    Visibility,
+)
 from hermes_sessions.titles import next_title_in_lineage, sanitize_title, title_key
 
 __all__ = [
@@ -53,6 +62,7 @@ __all__ = [
     "CorruptRecordError",
     "HermesSessionsError",
     "IncompatibleStoreError",
+    "InvalidCursorError",
     "InvalidIdError",
     "InvalidKeyError",
     "InvalidTitleError",
@@ -63,12 +73,18 @@ __all__ = [
     "ResetDecision",
     "ResetPolicies",
     "ResetPolicy",
+    "SearchHit",
+    "SearchQuery",
     "SessionEntry",
     "SessionNotFoundError",
+    "SessionPage",
+    "SessionQuery",
     "SessionRecord",
     "SessionSource",
+    "SessionSummary",
     "StorageError",
     "TitleConflictError",
+    "Visibility",
     "WhatsAppIdentity",
     "__version__",
     "build_session_key",

@@ -10,6 +10,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── InvalidTitleError          (ValueError)    a title is too long after sanitising
     ├── TitleConflictError         (ValueError)    the owner already has a session with that title
     ├── CorruptRecordError         (ValueError)    a stored record cannot be read (path, line)
+    ├── InvalidCursorError         (ValueError)    a pagination cursor was not made by us
     ├── SessionNotFoundError       (LookupError)   no session or routing entry by id/key
     ├── AmbiguousSessionError      (LookupError)   a prefix or title names several sessions
     ├── ConflictError              (RuntimeError)  compare-and-swap lost: the revision moved on
@@ -38,6 +39,7 @@ __all__ = [
     "CorruptRecordError",
     "HermesSessionsError",
     "IncompatibleStoreError",
+    "InvalidCursorError",
     "InvalidIdError",
     "InvalidKeyError",
     "InvalidTitleError",
@@ -160,6 +162,21 @@ class CorruptRecordError(HermesSessionsError, ValueError):
         )
 
 
+class InvalidCursorError(HermesSessionsError, ValueError):
+    """A pagination cursor is malformed (it must come from a previous page's ``next_cursor``).
+
+    Attributes:
+        cursor: The rejected cursor.
+    """
+
+    def __init__(self, cursor: str) -> None:
+        self.cursor = cursor
+        super().__init__(
+            "invalid pagination cursor; pass the next_cursor of a previous page unchanged, "
+            "or no cursor to start from the first page"
+        )
+
+
 class SessionNotFoundError(HermesSessionsError, LookupError):
     """No session (or routing entry) exists under that id or key.
 
@@ -202,26 +219,39 @@ class AmbiguousSessionError(HermesSessionsError, LookupError):
 
 
 class ConflictError(HermesSessionsError, RuntimeError):
-    """A compare-and-swap write lost: the routing entry changed since it was read.
+    """A concurrent writer got there first: a compare-and-swap or precondition failed.
 
-    Re-read the entry and decide again; never retry the same write blindly.
+    Raised when a routing entry's revision moved on since it was read, or when a session that a
+    write required to be open was ended meanwhile (two compressions of one session). Nothing was
+    written. Re-read and decide again; never retry the same write blindly.
 
     Attributes:
-        key: The session key whose entry moved on.
+        key: The session key whose entry moved on, if the conflict is on an entry.
         expected_revision: The revision the write was based on (``None``: expected no entry).
         actual_revision: The revision found (``None``: no entry).
+        session_id: The session whose state moved on, if the conflict is on a session.
     """
 
     def __init__(
-        self, key: str, *, expected_revision: int | None, actual_revision: int | None
+        self,
+        key: str | None = None,
+        *,
+        expected_revision: int | None = None,
+        actual_revision: int | None = None,
+        session_id: str | None = None,
     ) -> None:
         self.key = key
         self.expected_revision = expected_revision
         self.actual_revision = actual_revision
-        super().__init__(
-            f"routing entry {key!r} changed concurrently (expected revision {expected_revision}, "
-            f"found {actual_revision}); re-read it and try again"
-        )
+        self.session_id = session_id
+        if key is not None:
+            what = (
+                f"routing entry {key!r} changed concurrently (expected revision "
+                f"{expected_revision}, found {actual_revision})"
+            )
+        else:
+            what = f"session {session_id!r} was ended concurrently"
+        super().__init__(f"{what}; re-read it and try again")
 
 
 class BackendClosedError(HermesSessionsError, RuntimeError):

@@ -297,6 +297,8 @@ class SessionRecord:
     parent_session_id: str | None = attrs.field(default=None, validator=_optional_session_id)
     ended_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
     end_reason: str | None = _text_field()
+    last_active_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
+    """Time of the newest message (backends keep it; ``started_at`` until the first message)."""
     message_count: int = attrs.field(default=0, validator=_non_negative)
     """Active messages."""
     tool_call_count: int = attrs.field(default=0, validator=_non_negative)
@@ -321,6 +323,11 @@ class SessionRecord:
     def is_ended(self) -> bool:
         """Whether the session has an end reason (a rotation or the host ended it)."""
         return self.end_reason is not None
+
+    @property
+    def last_active(self) -> datetime:
+        """When the session was last active: its newest message, else its start."""
+        return self.last_active_at or self.started_at
 
 
 # -- outcomes --------------------------------------------------------------------------------------

@@ -17,7 +17,13 @@ from hermes_sessions.exceptions import InvalidTitleError
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["MAX_TITLE_LENGTH", "next_title_in_lineage", "sanitize_title", "title_key"]
+__all__ = [
+    "MAX_TITLE_LENGTH",
+    "lineage_key",
+    "next_title_in_lineage",
+    "sanitize_title",
+    "title_key",
+]
 
 MAX_TITLE_LENGTH: Final = 100
 
@@ -68,6 +74,15 @@ def _split_lineage(title: str) -> tuple[str, int | None]:
     if match is None:
         return title, None
     return match["base"], int(match["number"])
+
+
+def lineage_key(title: str) -> str:
+    """The comparison form of a title's lineage: ``X``, ``x #2`` and ``X #17`` share one.
+
+    >>> lineage_key("My Project #3") == lineage_key("my project")
+    True
+    """
+    return title_key(_split_lineage(title)[0])
 
 
 def next_title_in_lineage(title: str, existing_titles: Iterable[str]) -> str:

@@ -1,0 +1,112 @@
+"""Rules every backend applies the same way, kept in one place."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from hermes_sessions.exceptions import SessionNotFoundError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from datetime import datetime
+
+    from hermes_sessions.models import Message, SessionEntry, SessionRecord
+
+__all__ = [
+    "INCREMENTABLE_FIELDS",
+    "SETTABLE_FIELDS",
+    "check_update",
+    "fresh_record",
+    "later",
+    "missing_session",
+    "tool_call_count",
+    "touched_entry",
+]
+
+SETTABLE_FIELDS: Final = frozenset(
+    {"title", "user_id", "model", "model_config", "system_prompt", "archived", "metadata"}
+)
+"""Record fields that ``update_session(values=...)`` may set."""
+
+INCREMENTABLE_FIELDS: Final = frozenset(
+    {
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+        "estimated_cost_usd",
+    }
+)
+"""Record fields that ``update_session(increments=...)`` may add to."""
+
+
+def check_update(
+    values: Mapping[str, Any] | None, increments: Mapping[str, int | float] | None
+) -> tuple[dict[str, Any], dict[str, int | float]]:
+    """Validate the field names of an ``update_session`` call and return plain dicts."""
+    values = dict(values or {})
+    increments = dict(increments or {})
+    bad = sorted(set(values) - SETTABLE_FIELDS) + sorted(set(increments) - INCREMENTABLE_FIELDS)
+    if bad:
+        raise ValueError(
+            f"update_session cannot change {bad}; settable: {sorted(SETTABLE_FIELDS)}, "
+            f"incrementable: {sorted(INCREMENTABLE_FIELDS)}"
+        )
+    for name, amount in increments.items():
+        if isinstance(amount, bool) or not isinstance(amount, int | float):
+            raise TypeError(f"increment of {name} must be a number, got {type(amount).__name__}")
+    return values, increments
+
+
+def apply_update(
+    record: SessionRecord, values: Mapping[str, Any], increments: Mapping[str, int | float]
+) -> SessionRecord:
+    """Return ``record`` with ``values`` set and ``increments`` added (validated by attrs)."""
+    changes = dict(values)
+    for name, amount in increments.items():
+        current = getattr(record, name)
+        changes[name] = (current or 0) + amount
+    return attrs.evolve(record, **changes)
+
+
+def fresh_record(record: SessionRecord) -> SessionRecord:
+    """The record as a new session stores it: no messages yet, active since it started."""
+    return attrs.evolve(
+        record, message_count=0, tool_call_count=0, last_active_at=record.started_at
+    )
+
+
+def tool_call_count(message: Message) -> int:
+    """How many tool calls a message carries."""
+    return len(message.tool_calls) if message.tool_calls else 0
+
+
+def later(current: datetime | None, candidates: Iterable[datetime | None]) -> datetime | None:
+    """The latest of ``current`` and ``candidates`` (``None`` values ignored)."""
+    best = current
+    for candidate in candidates:
+        if candidate is not None and (best is None or candidate > best):
+            best = candidate
+    return best
+
+
+def touched_entry(
+    entry: SessionEntry, at: datetime, last_prompt_tokens: int | None = None
+) -> SessionEntry:
+    """``entry`` after activity at ``at``: ``updated_at`` only moves forward, revision unchanged."""
+    changes: dict[str, Any] = {}
+    if at > entry.updated_at:
+        changes["updated_at"] = at
+    if last_prompt_tokens is not None:
+        changes["last_prompt_tokens"] = last_prompt_tokens
+    return attrs.evolve(entry, **changes) if changes else entry
+
+
+def missing_session(session_id: str) -> SessionNotFoundError:
+    """The error for a write to a session that does not exist."""
+    return SessionNotFoundError(
+        session_id=session_id, hint="create it first, or check the id (ids are case-sensitive)"
+    )

@@ -1,0 +1,345 @@
+"""The storage protocols every backend implements, and the values they exchange.
+
+A backend is two layers with different lifetimes plus one write that spans both:
+
+* :class:`RoutingIndex` — session key → current :class:`~hermes_sessions.models.SessionEntry`.
+  Small, changes on every message. Writes are compare-and-swap on ``revision``; recording
+  activity is the one exception (it only moves ``updated_at`` forward).
+* :class:`TranscriptStore` — session records and their messages. Append-mostly and canonical.
+* :meth:`Backend.apply` — a :class:`RotationPlan` (end sessions, create one, reopen some,
+  re-point keys) committed atomically or not at all. Every rotation goes through it: automatic
+  resets, ``/new``, resume, branch and compression.
+
+Searching is a separate, optional ability (:class:`SupportsSearch`). ``hermes_sessions.testing``
+holds the conformance suite that states these contracts as tests; ``docs/backends.md`` shows how
+to write a backend against it.
+
+Conventions for every method: a missing entry or session is ``None`` for lookups and
+:class:`~hermes_sessions.exceptions.SessionNotFoundError` for writes; every method is thread-safe;
+after :meth:`Backend.close` every method raises
+:class:`~hermes_sessions.exceptions.BackendClosedError`; storage failures are wrapped in
+:class:`~hermes_sessions.exceptions.StorageError`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+
+import attrs
+
+from hermes_sessions.models import Message, SessionEntry, SessionRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from types import TracebackType
+
+    from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+
+__all__ = [
+    "Backend",
+    "Capabilities",
+    "Clock",
+    "EntryWrite",
+    "RotationPlan",
+    "RoutingIndex",
+    "SupportsSearch",
+    "TranscriptStore",
+]
+
+
+class Clock(Protocol):
+    """Where the store gets the time. Inject a fake one in tests (``testing.FrozenClock``)."""
+
+    def now(self) -> datetime:
+        """Return the current time as an aware datetime."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class Capabilities:
+    """What a backend can do; the conformance suite runs the tests that apply.
+
+    .. versionadded:: 0.1.0
+    """
+
+    persistent: bool
+    """Data survives closing and reopening (and crashes)."""
+    multiprocess: bool
+    """Several processes may open the same data at once."""
+    search: bool
+    """The backend implements :class:`SupportsSearch`."""
+
+
+# -- the rotation plan -----------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class EntryWrite:
+    """A compare-and-swap write of one routing entry.
+
+    ``expected_revision`` is the revision the caller read, or ``None`` if it found no entry.
+    The entry is stored with revision ``expected_revision + 1`` (1 for a new entry); the
+    ``revision`` field of ``entry`` is ignored.
+
+    .. versionadded:: 0.1.0
+    """
+
+    entry: SessionEntry
+    expected_revision: int | None
+
+
+def _tuple(value: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class RotationPlan:
+    """One atomic write across both layers, computed by the store and applied by the backend.
+
+    The backend checks every precondition first — each :class:`EntryWrite` revision, each
+    session in ``require_open`` still open, every session an entry will point to existing
+    (or being created) — and raises :class:`~hermes_sessions.exceptions.ConflictError` or
+    :class:`~hermes_sessions.exceptions.SessionNotFoundError` without writing anything if one
+    fails. Then, in one transaction:
+
+    1. ``create`` is stored (if given) with ``messages`` as its first messages;
+    2. every session in ``reopen`` loses its end reason;
+    3. every key pointing at ``from`` in ``repoint`` is re-pointed at ``to`` (revision bumped);
+    4. every ``entries`` write is stored;
+    5. every ``(session_id, reason)`` in ``end`` is ended at ``at`` (first reason wins) —
+       *unless some key still points at it* after steps 3-4: a session shared by several keys
+       ends only when the last one leaves it.
+
+    .. versionadded:: 0.1.0
+    """
+
+    at: datetime
+    """When the rotation happens (the end time of ended sessions)."""
+    create: SessionRecord | None = None
+    messages: tuple[Message, ...] = attrs.field(default=(), converter=_tuple)
+    reopen: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    repoint: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_tuple)
+    """``(from_session_id, to_session_id)``: move every key, whoever it belongs to."""
+    entries: tuple[EntryWrite, ...] = attrs.field(default=(), converter=_tuple)
+    end: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_tuple)
+    """``(session_id, reason)`` pairs, ended unless still referenced."""
+    require_open: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    """Sessions that must not have ended (else ``ConflictError``)."""
+
+
+# -- the two layers --------------------------------------------------------------------------------
+
+
+class RoutingIndex(Protocol):
+    """Session key → routing entry, with compare-and-swap writes.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def get_entry(self, key: str) -> SessionEntry | None:
+        """Return the entry of ``key``, or ``None``."""
+        ...
+
+    def put_entry(self, entry: SessionEntry, *, expected_revision: int | None) -> SessionEntry:
+        """Store ``entry`` if its key's current revision is ``expected_revision``.
+
+        ``None`` means the key must have no entry yet. The stored entry (returned) has revision
+        ``expected_revision + 1`` (or 1). A mismatch raises ``ConflictError`` and writes nothing;
+        an entry pointing at an unknown session raises ``SessionNotFoundError``.
+        """
+        ...
+
+    def delete_entry(self, key: str, *, expected_revision: int) -> None:
+        """Remove the entry of ``key`` if its revision is ``expected_revision``.
+
+        A missing entry or another revision raises ``ConflictError``.
+        """
+        ...
+
+    def entries(self, *, session_id: str | None = None) -> list[SessionEntry]:
+        """Return all entries, or those pointing at ``session_id``, in key order."""
+        ...
+
+    def record_activity(
+        self, key: str, at: datetime, *, last_prompt_tokens: int | None = None
+    ) -> SessionEntry | None:
+        """Move the entry's ``updated_at`` forward to ``at`` (never back); no revision check.
+
+        ``last_prompt_tokens``, if given, is stored too. The revision is *not* bumped, so
+        activity never makes a concurrent compare-and-swap fail. Returns the entry, or ``None``
+        if the key has none.
+        """
+        ...
+
+
+class TranscriptStore(Protocol):
+    """Session records and their messages.
+
+    Message ids are assigned by the backend, unique within a session, and increase in insertion
+    order. ``message_count`` counts active messages and ``tool_call_count`` their tool calls;
+    the backend keeps both exact through every write. ``last_active_at`` is the newest
+    message timestamp (``started_at`` until there is one).
+
+    .. versionadded:: 0.1.0
+    """
+
+    def create_session(self, record: SessionRecord) -> SessionRecord:
+        """Store a new session; idempotent (an existing id returns the stored record unchanged).
+
+        Counters and ``last_active_at`` of ``record`` are ignored: a new session has no messages.
+        """
+        ...
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """Return the record of ``session_id``, or ``None``."""
+        ...
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        values: Mapping[str, Any] | None = None,
+        increments: Mapping[str, int | float] | None = None,
+    ) -> SessionRecord:
+        """Set fields and add to counters atomically; return the updated record.
+
+        ``values`` may set ``title``, ``user_id``, ``model``, ``model_config``,
+        ``system_prompt``, ``archived`` and ``metadata``. ``increments`` may add to the token
+        counters and ``estimated_cost_usd``; concurrent increments never lose updates. Other
+        field names raise ``ValueError``.
+        """
+        ...
+
+    def end_session(self, session_id: str, reason: str, *, at: datetime) -> SessionRecord:
+        """End a session; if it already ended, the first reason and time stay."""
+        ...
+
+    def reopen_session(self, session_id: str) -> SessionRecord:
+        """Clear a session's end reason and end time."""
+        ...
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session, its messages and their search rows; orphan its children.
+
+        Children keep existing with ``parent_session_id=None``. Returns whether it existed.
+        (The store never deletes a session a key points to.)
+        """
+        ...
+
+    def list_sessions(self, query: SessionQuery) -> SessionPage:
+        """Return one page of sessions matching ``query`` (see :meth:`SessionQuery.page`)."""
+        ...
+
+    def append_messages(
+        self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
+    ) -> list[Message]:
+        """Append messages atomically and idempotently; return them as stored.
+
+        All or none are written. A message whose ``platform_message_id`` is already in the
+        session (active or not) is not stored again: the stored one is returned in its place.
+        Messages without a platform id are always appended. ``session_id`` on the messages is
+        ignored. With ``touch_at``, every key pointing at the session records activity at that
+        time, in the same transaction.
+        """
+        ...
+
+    def get_messages(
+        self,
+        session_id: str,
+        *,
+        after_id: int | None = None,
+        before_id: int | None = None,
+        limit: int | None = None,
+        include_inactive: bool = False,
+        from_end: bool = False,
+    ) -> list[Message]:
+        """Return messages in insertion order, optionally a window of them.
+
+        ``after_id``/``before_id`` are exclusive bounds. ``limit`` keeps the first ``limit``
+        messages of the range, or the last ones with ``from_end=True`` (the result is still in
+        insertion order). An unknown session raises ``SessionNotFoundError``.
+        """
+        ...
+
+    def get_message(self, session_id: str, message_id: int) -> Message | None:
+        """Return one message (active or not), or ``None``."""
+        ...
+
+    def find_message(self, session_id: str, platform_message_id: str) -> Message | None:
+        """Return the message with this platform id in the session (active or not), or ``None``."""
+        ...
+
+    def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
+        """Replace one message's fields (content, tool calls, ...) keeping its id; re-index it.
+
+        Unknown messages raise ``SessionNotFoundError``.
+        """
+        ...
+
+    def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        """Replace the whole transcript atomically (new ids); return the stored messages."""
+        ...
+
+    def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:
+        """Soft-delete (``active=False``) or restore messages; return how many changed."""
+        ...
+
+    def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
+        """Delete messages for good (and their search rows); return how many were deleted."""
+        ...
+
+
+class SupportsSearch(Protocol):
+    """Optional ability: full-text search with the shared query language.
+
+    Every backend must agree on which messages a query matches (``hermes_sessions.text`` is
+    the reference); scores are comparable only within one result list.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """Return hits for ``query``: best first (``rank``), or by message time."""
+        ...
+
+
+@runtime_checkable
+class Backend(RoutingIndex, TranscriptStore, Protocol):
+    """A complete storage backend: both layers, the atomic rotation, leases and lifecycle.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def capabilities(self) -> Capabilities:
+        """What this backend can do."""
+        ...
+
+    def apply(self, plan: RotationPlan) -> list[SessionEntry]:
+        """Commit ``plan`` atomically (see :class:`RotationPlan`); return the entries written."""
+        ...
+
+    def acquire_lease(self, resource: str, holder: str, *, ttl: timedelta, now: datetime) -> bool:
+        """Take or renew an exclusive lease on ``resource`` until ``now + ttl``.
+
+        Succeeds if the resource is free, its lease expired, or ``holder`` already holds it.
+        Leases guard slow work done outside the backend (summarising for compression).
+        """
+        ...
+
+    def release_lease(self, resource: str, holder: str) -> None:
+        """Release ``holder``'s lease on ``resource`` (no-op if it is not the holder)."""
+        ...
+
+    def close(self) -> None:
+        """Release every resource; later calls raise ``BackendClosedError``. Idempotent."""
+        ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None: ...

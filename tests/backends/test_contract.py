@@ -1,0 +1,20 @@
+"""The conformance suite, run on every backend in this repository."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hermes_sessions.backends.inmemory import InMemoryBackend
+from hermes_sessions.testing import BackendContract
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+class TestInMemoryBackend(BackendContract):
+    """The in-memory reference backend."""
+
+    def make_backend(self, directory: Path) -> InMemoryBackend:
+        """A fresh in-memory backend (it keeps no files)."""
+        del directory
+        return InMemoryBackend()
