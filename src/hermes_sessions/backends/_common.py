@@ -6,21 +6,27 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from hermes_sessions import text
 from hermes_sessions.exceptions import SessionNotFoundError
+from hermes_sessions.queries import SearchHit
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from datetime import datetime
 
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
+    from hermes_sessions.queries import SearchQuery
 
 __all__ = [
     "INCREMENTABLE_FIELDS",
     "SETTABLE_FIELDS",
+    "apply_update",
     "check_update",
     "fresh_record",
     "later",
+    "make_hit",
     "missing_session",
+    "rank_hits",
     "tool_call_count",
     "touched_entry",
 ]
@@ -110,3 +116,40 @@ def missing_session(session_id: str) -> SessionNotFoundError:
     return SessionNotFoundError(
         session_id=session_id, hint="create it first, or check the id (ids are case-sensitive)"
     )
+
+
+def make_hit(
+    message: Message, session: SessionRecord, score: float, query: text.Query
+) -> SearchHit:
+    """A search hit with its snippet, built from the message's original searchable text."""
+    snippet = text.make_snippet(text.searchable_text(message), query)
+    return SearchHit(
+        message=message, session=session, score=score, snippet=snippet.text, spans=snippet.spans
+    )
+
+
+def _time_key(message: Message) -> float:
+    return message.timestamp.timestamp() if message.timestamp is not None else 0.0
+
+
+def rank_hits(
+    scored: list[tuple[Message, float]],
+    query: SearchQuery,
+    parsed: text.Query,
+    record_of: Callable[[str], SessionRecord],
+) -> list[SearchHit]:
+    """Order ``(message, score)`` pairs as ``query`` asks, cut its page, and build the hits.
+
+    ``rank`` puts the best score first (newer first on ties); ``newest``/``oldest`` order by
+    message time. For backends that score in Python (in-memory, JSONL).
+    """
+    if query.order == "rank":
+        scored.sort(key=lambda pair: (-pair[1], -_time_key(pair[0])))
+    else:
+        scored.sort(key=lambda pair: _time_key(pair[0]), reverse=query.order == "newest")
+    end = None if query.limit is None else query.offset + query.limit
+    hits = []
+    for message, score in scored[query.offset : end]:
+        assert message.session_id is not None  # noqa: S101  # stored messages have one
+        hits.append(make_hit(message, record_of(message.session_id), score, parsed))
+    return hits

@@ -20,6 +20,7 @@ from hermes_sessions.backends._common import (
     fresh_record,
     later,
     missing_session,
+    rank_hits,
     tool_call_count,
     touched_entry,
 )
@@ -512,7 +513,7 @@ class InMemoryBackend:
 
         scored = self._index.search(parsed, accept=accept)
         hits = [(self._message_of(document), score) for document, score in scored]
-        return _rank(hits, query, parsed, self._record_of)
+        return rank_hits(hits, query, parsed, self._record_of)
 
     def _message_of(self, document: int) -> Message:
         session_id, message_id = self._documents[document]
@@ -520,36 +521,3 @@ class InMemoryBackend:
 
     def _record_of(self, session_id: str) -> SessionRecord:
         return self._sessions[session_id].record
-
-
-def _rank(
-    scored: list[tuple[Message, float]],
-    query: SearchQuery,
-    parsed: text.Query,
-    record_of: Callable[[str], SessionRecord],
-) -> list[SearchHit]:
-    """Order scored messages as the query asks, cut the page, and build the hits."""
-    if query.order == "rank":
-        scored.sort(key=lambda pair: (-pair[1], -_time_key(pair[0])))
-    else:
-        scored.sort(key=lambda pair: _time_key(pair[0]), reverse=query.order == "newest")
-    end = None if query.limit is None else query.offset + query.limit
-    hits = []
-    for message, score in scored[query.offset : end]:
-        assert message.session_id is not None  # noqa: S101
-        searchable = text.searchable_text(message)
-        snippet = text.make_snippet(searchable, parsed)
-        hits.append(
-            SearchHit(
-                message=message,
-                session=record_of(message.session_id),
-                score=score,
-                snippet=snippet.text,
-                spans=snippet.spans,
-            )
-        )
-    return hits
-
-
-def _time_key(message: Message) -> float:
-    return message.timestamp.timestamp() if message.timestamp is not None else 0.0
