@@ -16,8 +16,16 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── ConflictError              (RuntimeError)  compare-and-swap lost: the revision moved on
     ├── BackendClosedError         (RuntimeError)  the backend was closed
     ├── LockTimeoutError           (TimeoutError)  a file or row lock was not acquired in time
-    └── StorageError               (OSError)       the storage layer failed (wraps sqlite3, OS)
-        └── IncompatibleStoreError                 the data was written by a newer version
+    ├── StorageError               (OSError)       the storage layer failed (wraps sqlite3, OS)
+    │   └── IncompatibleStoreError                 the data was written by a newer version
+    ├── UnknownMemoryTargetError   (ValueError)    a memory target other than memory / user
+    └── MemoryRefusedError                         a memory-file change was refused (to_dict())
+        ├── InvalidMemoryContentError  (ValueError)    empty, or holds the entry delimiter
+        ├── MemoryContentBlockedError  (ValueError)    the threat scanner flagged the content
+        ├── MemoryLimitError           (ValueError)    the change would pass the character limit
+        ├── MemoryEntryNotFoundError   (LookupError)   no entry contains ``old_text``
+        ├── AmbiguousMemoryMatchError  (LookupError)   several different entries contain it
+        └── MemoryDriftError           (RuntimeError)  the file was edited outside the store
 
 Errors carry structured attributes (``path``, ``line``, ``key``, ``session_id``, ...) so callers can
 act on them without parsing messages, and their messages say what to do next. All of them pickle,
@@ -26,13 +34,14 @@ so they cross process boundaries intact.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
 __all__ = [
+    "AmbiguousMemoryMatchError",
     "AmbiguousSessionError",
     "BackendClosedError",
     "ConflictError",
@@ -42,16 +51,24 @@ __all__ = [
     "InvalidCursorError",
     "InvalidIdError",
     "InvalidKeyError",
+    "InvalidMemoryContentError",
     "InvalidTitleError",
     "LockTimeoutError",
+    "MemoryContentBlockedError",
+    "MemoryDriftError",
+    "MemoryEntryNotFoundError",
+    "MemoryLimitError",
+    "MemoryRefusedError",
     "SessionNotFoundError",
     "StorageError",
     "TitleConflictError",
+    "UnknownMemoryTargetError",
 ]
 
 
 _SHOWN_ID_LENGTH = 80
 _LISTED_CANDIDATES = 10
+_SHOWN_EXCERPT_LENGTH = 60
 
 
 def _rebuild(cls: type[HermesSessionsError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
@@ -306,3 +323,266 @@ class IncompatibleStoreError(StorageError):
             f"{where} uses format version {found_version}, but this hermes-sessions understands "
             f"only up to {supported_version}; upgrade hermes-sessions to open it"
         )
+
+
+# -- memory files ----------------------------------------------------------------------------------
+
+
+class UnknownMemoryTargetError(HermesSessionsError, ValueError):
+    """A memory target other than ``"memory"`` (``MEMORY.md``) or ``"user"`` (``USER.md``).
+
+    Attributes:
+        target: The rejected target.
+        known: The targets that exist.
+    """
+
+    def __init__(self, target: object, known: Sequence[str] = ("memory", "user")) -> None:
+        self.target = target
+        self.known = tuple(known)
+        shown = repr(target)
+        if len(shown) > _SHOWN_ID_LENGTH:
+            shown = shown[: _SHOWN_ID_LENGTH - 3] + "..."
+        super().__init__(
+            f"unknown memory target {shown}; use 'memory' for the agent's own notes (MEMORY.md) "
+            "or 'user' for what it knows about the user (USER.md)"
+        )
+
+
+def _file_of(target: str) -> str:
+    return {"memory": "MEMORY.md", "user": "USER.md"}.get(target, target)
+
+
+def _shorten(text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= _SHOWN_EXCERPT_LENGTH:
+        return flat
+    return flat[: _SHOWN_EXCERPT_LENGTH - 3] + "..."
+
+
+class MemoryRefusedError(HermesSessionsError):
+    """A change to a memory file was refused; nothing was written.
+
+    The subclasses say why and carry what a caller (or a model, through the ``memory`` tool) needs
+    to do better. :meth:`to_dict` turns any of them into the tool's JSON error result.
+
+    Attributes:
+        target: ``"memory"`` or ``"user"``.
+        action: ``"add"``, ``"replace"``, ``"remove"`` or ``"repair"``.
+        code: A stable, machine-readable reason (``"over_limit"``, ``"blocked"``, ...).
+    """
+
+    code: ClassVar[str] = "refused"
+
+    def __init__(self, message: str, *, target: str, action: str) -> None:
+        self.target = target
+        self.action = action
+        super().__init__(message)
+
+    def details(self) -> dict[str, Any]:
+        """The structured facts of this refusal, as JSON-serialisable values."""
+        return {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-serialisable error result: ``{"success": False, "error": ..., ...}``."""
+        return {
+            "success": False,
+            "error": str(self),
+            "code": self.code,
+            "target": self.target,
+            "action": self.action,
+            **self.details(),
+        }
+
+
+class InvalidMemoryContentError(MemoryRefusedError, ValueError):
+    """The content is unusable as a memory entry (empty, or it holds the entry delimiter).
+
+    Attributes:
+        reason: What is wrong with it, and what to do instead.
+    """
+
+    code: ClassVar[str] = "invalid_content"
+
+    def __init__(self, reason: str, *, target: str, action: str) -> None:
+        self.reason = reason
+        super().__init__(f"{action} refused: {reason}", target=target, action=action)
+
+
+class MemoryContentBlockedError(MemoryRefusedError, ValueError):
+    """The threat scanner flagged the content; memory is injected into future system prompts.
+
+    Attributes:
+        pattern_ids: The ids of the patterns that matched (``injection.role_hijack``, ...).
+        excerpts: The matching text of each, shortened and made printable.
+    """
+
+    code: ClassVar[str] = "blocked"
+
+    def __init__(
+        self, *, target: str, action: str, pattern_ids: Sequence[str], excerpts: Sequence[str]
+    ) -> None:
+        self.pattern_ids = tuple(pattern_ids)
+        self.excerpts = tuple(excerpts)
+        matched = "; ".join(
+            f"{pattern_id} ({excerpt!r})"
+            for pattern_id, excerpt in zip(self.pattern_ids, self.excerpts, strict=True)
+        )
+        super().__init__(
+            f"{action} refused: the content matches {matched}. Memory is injected into every "
+            "future system prompt, so it must not hold instructions to the model, hidden text, "
+            "commands that leak data, or secrets; rewrite it as a plain fact, or leave it out",
+            target=target,
+            action=action,
+        )
+
+    def details(self) -> dict[str, Any]:
+        """The matched pattern ids and excerpts."""
+        return {
+            "findings": [
+                {"pattern_id": pattern_id, "excerpt": excerpt}
+                for pattern_id, excerpt in zip(self.pattern_ids, self.excerpts, strict=True)
+            ]
+        }
+
+
+class MemoryLimitError(MemoryRefusedError, ValueError):
+    """The change would take the file past its character limit.
+
+    It carries the current entries so the caller can consolidate (merge or drop entries with
+    ``replace`` and ``remove``) and try again.
+
+    Attributes:
+        entries: The current entries of the file.
+        usage: Characters used now (entries joined by the delimiter).
+        limit: The file's character limit.
+        requested_usage: Characters the file would use after the change.
+    """
+
+    code: ClassVar[str] = "over_limit"
+
+    def __init__(
+        self,
+        *,
+        target: str,
+        action: str,
+        entries: Sequence[str],
+        usage: int,
+        limit: int,
+        requested_usage: int,
+    ) -> None:
+        self.entries = tuple(entries)
+        self.usage = usage
+        self.limit = limit
+        self.requested_usage = requested_usage
+        super().__init__(
+            f"{action} refused: {_file_of(target)} would use {requested_usage:,} of its {limit:,} "
+            f"characters (now {usage:,}). Consolidate first: merge related entries with "
+            "'replace' or drop stale ones with 'remove', then try again with shorter content",
+            target=target,
+            action=action,
+        )
+
+    def details(self) -> dict[str, Any]:
+        """The current entries, usage, limit and the usage the change would need."""
+        return {
+            "entries": list(self.entries),
+            "usage": self.usage,
+            "limit": self.limit,
+            "requested_usage": self.requested_usage,
+        }
+
+
+class MemoryEntryNotFoundError(MemoryRefusedError, LookupError):
+    """No entry contains ``old_text`` (a case-sensitive substring).
+
+    Attributes:
+        old_text: The text that was looked for.
+    """
+
+    code: ClassVar[str] = "no_match"
+
+    def __init__(self, old_text: str, *, target: str, action: str) -> None:
+        self.old_text = old_text
+        super().__init__(
+            f"{action} refused: no entry of {_file_of(target)} contains {_shorten(old_text)!r}; "
+            "the match is a case-sensitive substring of one entry: copy a distinctive part of it "
+            "exactly",
+            target=target,
+            action=action,
+        )
+
+    def details(self) -> dict[str, Any]:
+        """The text that was looked for."""
+        return {"old_text": self.old_text}
+
+
+class AmbiguousMemoryMatchError(MemoryRefusedError, LookupError):
+    """Several different entries contain ``old_text``.
+
+    Attributes:
+        old_text: The text that was looked for.
+        previews: The start of each matching entry.
+    """
+
+    code: ClassVar[str] = "ambiguous_match"
+
+    def __init__(self, old_text: str, previews: Sequence[str], *, target: str, action: str) -> None:
+        self.old_text = old_text
+        self.previews = tuple(previews)
+        listed = "; ".join(repr(preview) for preview in self.previews[:_LISTED_CANDIDATES])
+        more = ", ..." if len(self.previews) > _LISTED_CANDIDATES else ""
+        super().__init__(
+            f"{action} refused: {len(self.previews)} different entries of {_file_of(target)} "
+            f"contain {_shorten(old_text)!r} ({listed}{more}); give a longer old_text that only "
+            "one of them contains",
+            target=target,
+            action=action,
+        )
+
+    def details(self) -> dict[str, Any]:
+        """The text that was looked for and a preview of each matching entry."""
+        return {"old_text": self.old_text, "matches": list(self.previews)}
+
+
+class MemoryDriftError(MemoryRefusedError, RuntimeError):
+    """The file was changed outside the store and is no longer in the entry format.
+
+    It is left untouched, a copy is kept at ``backup_path``, and no change is made until the file
+    is fixed by hand or with :meth:`~hermes_sessions.memory.MemoryStore.repair`.
+
+    Attributes:
+        path: The memory file.
+        backup_path: Where the copy was saved (``None`` when there was nothing to copy).
+        reason: What is wrong with the file.
+    """
+
+    code: ClassVar[str] = "drift"
+
+    def __init__(
+        self,
+        *,
+        target: str,
+        action: str,
+        path: Path | str,
+        backup_path: Path | str | None,
+        reason: str,
+    ) -> None:
+        self.path = path
+        self.backup_path = backup_path
+        self.reason = reason
+        saved = f"a copy is saved at {backup_path}" if backup_path is not None else "it is kept"
+        super().__init__(
+            f"{action} refused: {path} was edited outside the memory store ({reason}); {saved}. "
+            "Ask the user to fix the file by hand (entries separated by a line holding only '§', "
+            "none longer than the limit) or to run the store's repair, then try again",
+            target=target,
+            action=action,
+        )
+
+    def details(self) -> dict[str, Any]:
+        """The file, the backup and the reason."""
+        return {
+            "path": str(self.path),
+            "backup_path": None if self.backup_path is None else str(self.backup_path),
+            "reason": self.reason,
+        }
