@@ -285,7 +285,7 @@ def snapshot_target(
     if omitted:
         lines.append(
             f"[OMITTED: {omitted} more {'entry' if omitted == 1 else 'entries'} past the "
-            f"{limit:,}-character limit; they remain in {FILE_NAMES[target]}]"
+            f"{limit:,}-character limit, kept in {FILE_NAMES[target]}]"
         )
     usage = entries_usage(entries)
     text = ""

@@ -571,10 +571,11 @@ class MemoryDriftError(MemoryRefusedError, RuntimeError):
         self.backup_path = backup_path
         self.reason = reason
         saved = f"a copy is saved at {backup_path}" if backup_path is not None else "it is kept"
+        how = "by hand" if action == "repair" else "by hand or to run the store's repair"
         super().__init__(
             f"{action} refused: {path} was edited outside the memory store ({reason}); {saved}. "
-            "Ask the user to fix the file by hand (entries separated by a line holding only '§', "
-            "none longer than the limit) or to run the store's repair, then try again",
+            f"Ask the user to fix the file {how} (entries separated by a line holding only '§', "
+            "none longer than the limit), then try again",
             target=target,
             action=action,
         )

@@ -332,8 +332,12 @@ class MemoryStore:
                 target=target,
                 action=action,
             )
-        if self.scanner is not None and (
-            findings := self.scanner.scan(cleaned, scope=SCOPE_MEMORY)
+        # Content longer than the whole limit is refused as over the limit whatever it says, so
+        # it is not scanned: a model sending megabytes costs nothing.
+        if (
+            self.scanner is not None
+            and len(cleaned) <= self.limit(target)
+            and (findings := self.scanner.scan(cleaned, scope=SCOPE_MEMORY))
         ):
             raise MemoryContentBlockedError(
                 target=target,
