@@ -248,7 +248,7 @@ def test_ordinary_sentence_passes(text):
 
 def test_real_hermes_memory_entries_pass():
     """The entries of a real Hermes profile are not flagged."""
-    root = Path("/work/shared/fixtures/hermes-profile-a/memories")
+    root = Path(__file__).parent / "fixtures" / "hermes-profile-a" / "memories"
     for name in ("MEMORY.md", "USER.md"):
         for entry in parse_entries((root / name).read_text(encoding="utf-8")):
             assert DEFAULT_SCANNER.scan(entry) == (), entry

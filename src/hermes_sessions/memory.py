@@ -146,7 +146,7 @@ def _write_new_file(path: Path, data: bytes) -> None:
         os.close(descriptor)
 
 
-@attrs.define(repr=False, on_setattr=attrs.setters.frozen)
+@attrs.define(repr=False, eq=False, on_setattr=attrs.setters.frozen)
 class MemoryStore:
     """The two memory files of one home directory, with a frozen snapshot for the prompt.
 
@@ -289,7 +289,7 @@ class MemoryStore:
                     "repair",
                     entries,
                     changed=False,
-                    message=("The file is already in the entry format; nothing changed."),
+                    message="The file is already in the entry format; nothing changed.",
                 )
             backup = self._backup(path, raw)
             too_long = drift_reason(render_entries(entries).encode("utf-8"), limit)
@@ -303,7 +303,7 @@ class MemoryStore:
             "repair",
             entries,
             changed=True,
-            message=f"Repaired: {len(entries)} entries kept; the old file is saved at {backup}.",
+            message=f"File repaired; the old version is saved at {backup}.",
             backup_path=backup,
         )
 
