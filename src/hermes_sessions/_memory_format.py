@@ -8,6 +8,7 @@ result and snapshot types, rendering the system-prompt block, and computing what
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -22,7 +23,6 @@ from hermes_sessions.threats import SCOPE_MEMORY
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
-    from pathlib import Path
 
     from hermes_sessions.threats import ThreatScanner
 

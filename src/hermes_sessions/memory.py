@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -57,7 +58,7 @@ from hermes_sessions.paths import memories_dir
 from hermes_sessions.threats import DEFAULT_SCANNER, SCOPE_MEMORY, ThreatScanner
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
