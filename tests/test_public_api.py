@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import re
@@ -17,11 +18,40 @@ ROOT = Path(__file__).resolve().parent.parent
 API_DOC = ROOT / "docs" / "api.md"
 
 
-def test_all_is_sorted_and_unique():
-    """``__all__`` is sorted and has no duplicates, so changes read clearly in review."""
+def test_all_is_unique():
+    """``__all__`` has no duplicates (ruff's RUF022 keeps it sorted)."""
     names = hermes_sessions.__all__
-    assert list(names) == sorted(names)
     assert len(set(names)) == len(names)
+
+
+def test_lazy_exports_match_the_type_checking_imports():
+    """Every public name is loaded lazily from the module the type checkers are told about."""
+    source = Path(hermes_sessions.__file__).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    guarded = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+    )
+    declared = {
+        alias.name: node.module
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert declared == hermes_sessions._EXPORTS
+    assert set(declared) == set(hermes_sessions.__all__) - {"__version__"}
+
+
+def test_unknown_names_raise_attribute_error():
+    """Looking up a name the package does not export is an AttributeError."""
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        _ = hermes_sessions.nothing_here
+
+
+def test_dir_lists_the_public_names():
+    """``dir(hermes_sessions)`` shows every public name, loaded or not."""
+    assert set(hermes_sessions.__all__) <= set(dir(hermes_sessions))
 
 
 @pytest.mark.parametrize("name", hermes_sessions.__all__)
