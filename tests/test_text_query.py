@@ -549,6 +549,11 @@ def test_match_spans_merge_overlaps():
     assert match_spans(parse_query("飞书 书机"), "飞书机器人") == [(0, 3)]
 
 
+def test_match_spans_absorb_contained_matches():
+    """A match inside another adds nothing."""
+    assert match_spans(parse_query("飞书机器 书机"), "飞书机器人") == [(0, 4)]
+
+
 def test_match_spans_of_a_prefix_cover_the_word():
     """A Latin prefix match covers the whole word."""
     assert match_spans(parse_query("dock*"), "a Dockerfile") == [(2, 12)]

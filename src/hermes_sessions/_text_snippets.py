@@ -13,7 +13,7 @@ from hermes_sessions._text_tokens import stream
 
 if TYPE_CHECKING:
     from hermes_sessions._text_query import Query
-    from hermes_sessions.models import Message
+    from hermes_sessions.models import JSONObject, Message
 
 __all__ = ["Snippet", "make_snippet", "searchable_text"]
 
@@ -106,7 +106,7 @@ def make_snippet(
         start += 1
     while end > start and text[end - 1].isspace():
         end -= 1
-    parts = [ellipsis] if start > 0 else []
+    parts = [ellipsis] if text[:start].strip() else []
     position = start
     for span_start, span_end in spans:
         low, high = max(span_start, start), min(span_end, end)
@@ -115,7 +115,7 @@ def make_snippet(
         parts += [text[position:low], start_mark, text[low:high], end_mark]
         position = high
     parts.append(text[position:end])
-    if end < len(text):
+    if text[end:].strip():
         parts.append(ellipsis)
     return Snippet("".join(parts), start, end, tuple(spans))
 
@@ -123,10 +123,8 @@ def make_snippet(
 # -- the searchable text of a message --------------------------------------------------------------
 
 
-def _part_texts(parts: list[Any], out: list[str]) -> None:
-    for part in parts:
-        if not isinstance(part, dict):
-            continue
+def _part_texts(parts: list[JSONObject], out: list[str]) -> None:
+    for part in parts:  # the Message validator guarantees dicts
         text = part.get("text")
         if isinstance(text, str):
             out.append(text)
@@ -142,7 +140,10 @@ def _part_texts(parts: list[Any], out: list[str]) -> None:
 
 
 def _json_strings(value: Any, out: list[str]) -> None:
-    """Append the string and number values found in a JSON value (keys are left out)."""
+    """Append the string and number values found in a JSON value (keys are left out).
+
+    Anything else a host may have put in a call's ``input`` (not JSON) is skipped.
+    """
     stack = [value]
     budget = _MAX_JSON_VALUES
     while stack and budget:

@@ -193,9 +193,9 @@ class _Scanner:
 
     def flush(self) -> None:
         if self.word_start >= 0:
+            # Never empty: a word holds a letter, digit or mark, and none normalises to nothing.
             text = _normalise(self.text[self.word_start : self.end])
-            if text:
-                self.pieces.append(Word(text, self.word_start, self.end))
+            self.pieces.append(Word(text, self.word_start, self.end))
             self.word_start = -1
         elif self.run is not None:
             run = self.run
