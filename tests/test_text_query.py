@@ -489,10 +489,17 @@ def test_phrase_needs_patterns():
         Phrase(())
 
 
-def test_token_pattern_needs_text():
-    """An empty token pattern is refused."""
-    with pytest.raises(ValueError, match="non-empty"):
-        TokenPattern("")
+@pytest.mark.parametrize("text", ["", 'a"b', "A", "a b", "a*", "\ud800"])
+def test_token_pattern_needs_token_text(text):
+    """A token pattern refuses what no token holds, so it can be quoted for FTS5 as it is."""
+    with pytest.raises(ValueError, match="token pattern"):
+        TokenPattern(text)
+
+
+def test_clause_needs_phrases():
+    """A clause without phrases is refused."""
+    with pytest.raises(ValueError, match="at least one phrase"):
+        Clause(())
 
 
 def test_query_built_by_hand_matches():

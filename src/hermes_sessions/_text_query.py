@@ -51,14 +51,19 @@ _LEX: Final = re.compile(r'(?P<neg>-*)"(?P<phrase>[^"]*)"(?P<star>\*?)|(?P<chunk
 _ASCII_SPACES: Final = re.compile(r"[\x00-\x20\x7f]")
 _OPERATORS: Final = frozenset({"AND", "OR", "NOT"})
 _SPACE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs"})
+# What a token never holds, so a pattern can always be quoted for FTS5 without escaping.
+_TOKEN_UNSAFE: Final = re.compile("[\x00-\x2f\x3a-\x60\x7b-\x7f\ud800-\udfff]")
 
 
 # -- the normal form -------------------------------------------------------------------------------
 
 
-def _non_empty(_instance: object, _attribute: Any, value: str) -> None:
-    if not value:
-        raise ValueError("a token pattern needs a non-empty text")
+def _token_text(_instance: object, _attribute: Any, value: str) -> None:
+    if not value or _TOKEN_UNSAFE.search(value) is not None:
+        raise ValueError(
+            "a token pattern needs the non-empty text of a token, without ASCII punctuation, "
+            f"spaces or upper-case letters (as index_tokens() gives), got {value!r}"
+        )
 
 
 @attrs.frozen
@@ -68,7 +73,7 @@ class TokenPattern:
     .. versionadded:: 0.1.0
     """
 
-    text: str = attrs.field(validator=_non_empty)
+    text: str = attrs.field(validator=_token_text)
     """A token in the form :func:`~hermes_sessions.text.index_tokens` produces."""
     prefix: bool = False
     """Match every token that starts with ``text`` (FTS5 ``"text"*``)."""
@@ -108,6 +113,11 @@ class Phrase:
         return self.patterns[-1].prefix
 
 
+def _some_phrases(_instance: object, _attribute: Any, value: tuple[Phrase, ...]) -> None:
+    if not value:
+        raise ValueError("a clause needs at least one phrase")
+
+
 @attrs.frozen
 class Clause:
     """Alternatives: a clause holds when any of its phrases occurs.
@@ -115,7 +125,7 @@ class Clause:
     .. versionadded:: 0.1.0
     """
 
-    phrases: tuple[Phrase, ...]
+    phrases: tuple[Phrase, ...] = attrs.field(validator=_some_phrases)
 
 
 @attrs.frozen
@@ -229,6 +239,12 @@ def _starts(phrase: Phrase, document: Document) -> Iterator[int]:
 
 
 def _occurs(phrase: Phrase, document: Document) -> bool:
+    patterns = phrase.patterns
+    if len(patterns) == 1:  # the common case, without building positions
+        text = patterns[0].text
+        if patterns[0].prefix:
+            return any(token.startswith(text) for token in document.positions)
+        return text in document.positions
     return next(_starts(phrase, document), None) is not None
 
 

@@ -1,9 +1,14 @@
 """The tokenizer behind search: one canonical token stream for every backend.
 
-See :mod:`hermes_sessions.text` for the rules and the reasons behind them. This module turns text
-into *pieces* (word tokens and runs of CJK/symbol characters split into units) with one compiled
-regular expression and a short loop, then derives from them the index token stream
-(:func:`index_tokens`), tokens with offsets (:func:`tokenize`) and the units that snippets count.
+See :mod:`hermes_sessions.text` for the rules and the reasons behind them.
+
+Tokenizing is on the write path of every message, so there are three speeds. ASCII text is one
+``findall``. Text made of word characters, CJK, common emoji and common punctuation is one
+``findall`` of a two-branch pattern (words, CJK runs). Anything else (combining marks, rare
+symbols, compatibility ideographs, decomposed Hangul, ...) goes through the general scanner,
+which classifies characters one by one, but only between the ASCII separators around such
+characters: no token ever spans an ASCII separator, so the stretches are independent. The tests
+check that the fast paths produce exactly what the general scanner does.
 """
 
 from __future__ import annotations
@@ -56,12 +61,20 @@ _CJK_CLASS: Final = (
 # One match per word run, per CJK run, or per single other non-ASCII character. ASCII characters
 # that no branch matches (punctuation, spaces, controls, ``_``) are separators.
 _SCAN: Final = re.compile(rf"(?P<w>[^\W_{_CJK_CLASS}]+)|(?P<c>[{_CJK_CLASS}]+)|(?P<o>[^\x00-\x7f])")
-# Symbols common in chat (emoji, arrows, dingbats, (c), (r), TM) that are NFC and case-folded
-# already: the fast path treats them like CJK, as the scanner would (checked by the tests).
+# Symbols common in chat that are NFC and case-folded already (Latin-1 signs, currency, letterlike
+# symbols, arrows, mathematical operators, technical symbols, box drawing, geometric shapes,
+# dingbats, enclosed CJK, CJK squares, full-width signs, emoji; unassigned gaps inside included):
+# the fast path treats them like CJK, exactly as the scanner would (checked by the tests).
 _FAST_SYMBOLS: Final = (
-    "\u00a9\u00ae\u2122\u2190-\u21ff\u2300-\u2307\u230c-\u2328\u232b-\u23ff\u25a0-\u2767"
-    "\u2794-\u27bf\u2b00-\u2bff\U0001f000-\U0001f0ff\U0001f1e6-\U0001f1ff\U0001f300-\U0001f6ff"
-    "\U0001f900-\U0001faff"
+    "\u00a2-\u00a6\u00a8-\u00a9\u00ac\u00ae-\u00b1\u00b4\u00b8\u00d7\u00f7\u2044\u2052"
+    "\u207a-\u207c\u208a-\u208c\u20a0-\u20c0\u2100-\u2101\u2103-\u2106\u2108-\u2109\u2114"
+    "\u2116-\u2118\u211e-\u2123\u2125\u2127\u2129\u212e\u213a-\u213b\u2140-\u2144"
+    "\u214a-\u214d\u214f\u218a-\u2307\u230c-\u2328\u232b-\u244a\u249c-\u24b5\u24d0-\u24e9"
+    "\u2500-\u2767\u2794-\u27c4\u27c7-\u27e5\u27f0-\u2982\u2999-\u29d7\u29dc-\u29fb"
+    "\u29fe-\u2adb\u2add-\u2bff\u3004\u3012-\u3013\u3020\u3036-\u3037\u303e-\u303f"
+    "\u3200-\u321e\u322a-\u3247\u3250\u3260-\u327f\u328a-\u32b0\u32c0-\u33ff\ufe62"
+    "\ufe64-\ufe66\ufe69\uff04\uff0b\uff1c-\uff1e\uff3e\uff40\uff5c\uff5e\uffe0-\uffee"
+    "\U0001f000-\U0001f0f5\U0001f10d-\U0001faf6"
 )
 _EMOJI_SELECTOR: Final = "\ufe0f"
 # The fast path: in text made of ASCII, word characters, CJK, those symbols, the emoji variation
@@ -111,12 +124,16 @@ SEPARATOR: Final = 4
 
 
 class Word(NamedTuple):
+    """A normalised word token and its span in the original text."""
+
     text: str
     start: int
     end: int
 
 
 class Run(NamedTuple):
+    """A run of CJK/symbol units (normalised) with each unit's span in the original text."""
+
     units: list[str]
     starts: list[int]
     ends: list[int]
@@ -164,6 +181,13 @@ def _normalise(raw: str) -> str:
 
 def _split_units(chars: str, start: int) -> tuple[list[str], list[int], list[int]]:
     """Split a run of CJK characters into units (a character plus attached Hangul jamo)."""
+    if _ATTACHING_JAMO.search(chars) is None:
+        count = len(chars)
+        return (
+            list(chars),
+            list(range(start, start + count)),
+            list(range(start + 1, start + count + 1)),
+        )
     units: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
