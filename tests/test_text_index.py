@@ -121,6 +121,30 @@ def test_index_finds_and_ranks():
     assert all(score > 0 for _, score in hits)
 
 
+@pytest.mark.parametrize(
+    "query",
+    ["docker", "dock*", "书", "飞书机器", "docker-compose OR 书", "a* -docker", "doc* dock*"],
+)
+def test_index_scores_are_bm25_with_index_statistics(query):
+    """The index ranks with exactly ``bm25_score`` over its own statistics."""
+    corpus = [
+        "docker compose up",
+        "Dockerfile and docker",
+        "飞书机器人 书",
+        "a b c docker",
+        "ab abc 书机",
+        "",
+    ]
+    index = SearchIndex()
+    for doc_id, text in enumerate(corpus):
+        index.add(doc_id, text)
+    parsed = parse_query(query)
+    hits = index.search(parsed)
+    assert hits
+    for doc_id, found in hits:
+        assert found == pytest.approx(score(query, corpus[doc_id], corpus=corpus))
+
+
 def test_index_ties_go_to_the_newer_id():
     """Equal scores are ordered by descending id (newer messages first)."""
     index = SearchIndex()

@@ -243,6 +243,11 @@ def test_tokenize_gives_offsets_into_the_original_text():
     ]
 
 
+def test_variation_selector_inside_a_word_is_transparent():
+    """A variation selector between word characters neither splits nor shows in the word."""
+    assert index_tokens("9\ufe0f9 a\ufe0fb") == ["99", "ab"]
+
+
 def test_variation_selector_extends_the_offsets_of_what_it_follows():
     """A variation selector belongs to the span of the unit or word before it."""
     assert [(t.start, t.end) for t in tokenize("❤️x")] == [(0, 2), (2, 3)]
@@ -298,6 +303,14 @@ def test_fast_symbols_are_normalised_symbols():
         if pattern.match(char):
             assert _text_tokens.classify(char) == _text_tokens._SYMBOL, hex(code)
             assert _text_tokens._normalise(char) == char, hex(code)
+
+
+def test_word_marks_are_combining_marks():
+    """The marks the scanner's word branch takes along are all combining marks."""
+    pattern = re.compile(f"[{_text_tokens._WORD_MARKS}]")
+    for code in range(0x80, 0x10000):
+        if pattern.match(chr(code)):
+            assert _text_tokens.classify(chr(code)) == _text_tokens._MARK, hex(code)
 
 
 def test_only_listed_symbols_normalise_to_ascii():

@@ -11,7 +11,7 @@ import attrs
 from hermes_sessions._text_query import Document
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable
+    from collections.abc import Callable, Collection, Iterable, Sequence
 
     from hermes_sessions._text_query import Phrase, Query, TokenPattern
 
@@ -42,6 +42,18 @@ def scoring_tokens(query: Query, document: Document) -> list[str]:
     return list(tokens)
 
 
+def _idf(document_count: int, document_frequency: int) -> float:
+    """``ln(1 + (N - df + 0.5) / (df + 0.5))``, clamped at zero for inconsistent statistics."""
+    return math.log1p(
+        max(document_count - document_frequency + 0.5, 0.0) / (document_frequency + 0.5)
+    )
+
+
+def _saturation(length: int, average_length: float, k1: float, b: float) -> float:
+    """The length-normalised ``k1`` term of a document."""
+    return k1 * (1.0 - b + b * length / average_length) if average_length else k1
+
+
 def bm25_score(
     query: Query,
     document: Document,
@@ -66,15 +78,13 @@ def bm25_score(
         k1: Term-frequency saturation.
         b: Length normalisation.
     """
-    length_norm = k1 * (1.0 - b + b * len(document) / average_length) if average_length else k1
+    saturation = _saturation(len(document), average_length, k1, b)
     score = 0.0
     for token in scoring_tokens(query, document):
         frequency = len(document.positions.get(token, ()))
-        if not frequency:
-            continue
-        df = document_frequency(token)
-        idf = math.log1p(max(document_count - df + 0.5, 0.0) / (df + 0.5))
-        score += idf * frequency * (k1 + 1.0) / (frequency + length_norm)
+        if frequency:
+            idf = _idf(document_count, document_frequency(token))
+            score += idf * frequency * (k1 + 1.0) / (frequency + saturation)
     return score
 
 
@@ -83,9 +93,10 @@ class SearchIndex:
     """An in-memory inverted index over integer document ids (message ids).
 
     Candidates come from posting lists (intersected across a clause's AND, united across an
-    OR, prefixes looked up by first character); every candidate is verified with the shared
-    matcher and ranked with BM25 over this index's own statistics. Not thread-safe: callers
-    hold their own lock around every call.
+    OR, prefixes looked up by first character); candidates that posting lists cannot decide
+    (phrases of several tokens) are verified with the shared matcher, and hits are ranked with
+    BM25 over this index's own statistics. Not thread-safe: callers hold their own lock around
+    every call.
 
     .. versionadded:: 0.1.0
     """
@@ -157,24 +168,37 @@ class SearchIndex:
         """
         if query.is_empty or not self._documents:
             return []
+        candidates = self._candidates(query)
+        # Posting lists decide single-token phrases exactly; longer ones need the matcher.
+        exact = all(len(phrase.patterns) == 1 for phrase in query.phrases())
+        if exact and query.excluded:
+            excluded = _union(self._phrase_candidates(phrase) for phrase in query.excluded)
+            candidates = [doc_id for doc_id in candidates if doc_id not in excluded]
+        scorer = self._scorer(query)
         hits: list[tuple[float, int]] = []
-        for doc_id in self._candidates(query):
+        for doc_id in candidates:
             document = self._documents[doc_id]
-            if not query.matches(document) or (accept is not None and not accept(doc_id)):
-                continue
-            hits.append((self._score(query, document), doc_id))
+            if (exact or query.matches(document)) and (accept is None or accept(doc_id)):
+                hits.append((scorer.score(document), doc_id))
         best = sorted(hits, reverse=True) if limit is None else heapq.nlargest(limit, hits)
         return [(doc_id, score) for score, doc_id in best]
 
-    def _score(self, query: Query, document: Document) -> float:
-        count = len(self._documents)
-        return bm25_score(
-            query,
-            document,
-            document_count=count,
-            average_length=self._total_length / count,
-            document_frequency=lambda token: len(self._postings.get(token, ())),
+    def _scorer(self, query: Query) -> _Scorer:
+        patterns = [p for phrase in query.positive_phrases() for p in phrase.patterns]
+        exact = list(dict.fromkeys(p.text for p in patterns if not p.prefix))
+        expanded = {t for p in patterns if p.prefix for t in self._expand(p.text)}
+        return _Scorer(
+            self._postings,
+            document_count=len(self._documents),
+            average_length=self._total_length / len(self._documents),
+            exact=exact,
+            expanded=expanded.difference(exact),
         )
+
+    def _expand(self, prefix: str) -> list[str]:
+        """Every indexed token starting with ``prefix``."""
+        bucket = self._by_first_char.get(prefix[0], ())
+        return [token for token in bucket if token.startswith(prefix)]
 
     def _candidates(self, query: Query) -> Collection[int]:
         clause_sets = [
@@ -189,19 +213,63 @@ class SearchIndex:
     def _pattern_candidates(self, pattern: TokenPattern) -> Collection[int]:
         if not pattern.prefix:
             return self._postings.get(pattern.text, ())
-        text = pattern.text
-        bucket = self._by_first_char.get(text[0], ())
-        return _union(self._postings[token] for token in bucket if token.startswith(text))
+        return _union(self._postings[token] for token in self._expand(pattern.text))
 
 
-def _union(sets: Iterable[Collection[int]]) -> Collection[int]:
+class _Scorer:
+    """BM25 for one search of one index: the query's tokens resolved once, IDFs cached.
+
+    Gives the scores :func:`bm25_score` gives with the index's statistics.
+    """
+
+    __slots__ = ("_average", "_count", "_exact", "_expanded", "_idf", "_postings")
+
+    def __init__(
+        self,
+        postings: dict[str, set[int]],
+        *,
+        document_count: int,
+        average_length: float,
+        exact: list[str],
+        expanded: set[str],
+    ) -> None:
+        self._postings = postings
+        self._count = document_count
+        self._average = average_length
+        self._exact = exact  # the query's exact tokens
+        self._expanded = expanded  # indexed tokens that a prefix accepts, minus the exact ones
+        self._idf: dict[str, float] = {}
+
+    def _weight(self, token: str, frequency: int, saturation: float) -> float:
+        idf = self._idf.get(token)
+        if idf is None:
+            idf = self._idf[token] = _idf(self._count, len(self._postings[token]))
+        return idf * frequency * (BM25_K1 + 1.0) / (frequency + saturation)
+
+    def score(self, document: Document) -> float:
+        """The BM25 score of one indexed document."""
+        saturation = _saturation(len(document), self._average, BM25_K1, BM25_B)
+        positions = document.positions
+        score = 0.0
+        for token in self._exact:
+            found = positions.get(token)
+            if found:
+                score += self._weight(token, len(found), saturation)
+        if self._expanded:
+            for token, found in positions.items():
+                if token in self._expanded:
+                    score += self._weight(token, len(found), saturation)
+        return score
+
+
+def _union(sets: Iterable[Collection[int]]) -> set[int]:
     result: set[int] = set()
     for found in sets:
         result.update(found)
     return result
 
 
-def _intersection(sets: list[Collection[int]]) -> Collection[int]:
+def _intersection(sets: Sequence[Collection[int]]) -> set[int]:
     ordered = sorted(sets, key=len)
     result = set(ordered[0])
     for found in ordered[1:]:

@@ -58,9 +58,18 @@ _CJK_CLASS: Final = (
     "\U00020000-\U0003ffff"  # CJK extensions B-I, compatibility supplement
 )
 
+# Frequent combining marks (diacritics, Devanagari and Thai vowel signs): the scanner's word
+# branch takes them along, as its mark handling would one by one (checked by the tests).
+_WORD_MARKS: Final = (
+    "\u0300-\u036f\u0900-\u0903\u093a-\u093c\u093e-\u094f\u0951-\u0957\u0962-\u0963"
+    "\u0e31\u0e34-\u0e3a\u0e47-\u0e4e\u1ab0-\u1abe\u1dc0-\u1dff\u20d0-\u20f0\ufe20-\ufe2f"
+)
 # One match per word run, per CJK run, or per single other non-ASCII character. ASCII characters
 # that no branch matches (punctuation, spaces, controls, ``_``) are separators.
-_SCAN: Final = re.compile(rf"(?P<w>[^\W_{_CJK_CLASS}]+)|(?P<c>[{_CJK_CLASS}]+)|(?P<o>[^\x00-\x7f])")
+_SCAN: Final = re.compile(
+    rf"(?P<w>[^\W_{_CJK_CLASS}][^\W_{_CJK_CLASS}{_WORD_MARKS}]*)"
+    rf"|(?P<c>[{_CJK_CLASS}]+)|(?P<o>[^\x00-\x7f])"
+)
 # Symbols common in chat that are NFC and case-folded already (Latin-1 signs, currency, letterlike
 # symbols, arrows, mathematical operators, technical symbols, box drawing, geometric shapes,
 # dingbats, enclosed CJK, CJK squares, full-width signs, emoji; unassigned gaps inside included):
@@ -97,12 +106,14 @@ def _common_separators() -> str:
     )
 
 
-# A character that needs the general scanner: a mark, variation selector, symbol, rare
-# punctuation, Hangul jamo that attaches, or compatibility ideograph (not NFC). Tokens never span
-# an ASCII separator, so the scanner only runs between the separators around such characters.
+# What needs the general scanner: a mark, variation selector, symbol, rare punctuation, Hangul
+# jamo that attaches, compatibility ideograph (not NFC), or an emoji variation selector right
+# after a word character (inside a word it is transparent). Tokens never span an ASCII
+# separator, so the scanner only runs between the separators around such characters.
 _NEEDS_SCANNER: Final = re.compile(
     rf"[^\x00-\x7f\w{_CJK_CLASS}{_FAST_SYMBOLS}{_EMOJI_SELECTOR}{_common_separators()}]"
     "|[\u1160-\u11ff\ud7b0-\ud7ff\uf900-\ufaff\U0002f800-\U0002fa1f]"
+    rf"|[^\W_{_CJK_CLASS}]{_EMOJI_SELECTOR}"
 )
 _SEPARATOR_CLASS: Final = "[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]"
 _NEXT_SEPARATOR: Final = re.compile(_SEPARATOR_CLASS)
@@ -422,7 +433,11 @@ def stream(text: str) -> Stream:
 
 
 def _add_selected_run(result: Stream, run: str, first: int) -> None:
-    """Add a fast-path run holding emoji variation selectors, which join what precedes them."""
+    """Add a fast-path run holding emoji variation selectors, which join the unit before them.
+
+    A selector right after a word never reaches here (the scanner handles it); one with nothing
+    before it in the run is dropped.
+    """
     tokens, starts, ends, cjk = result
     units: list[str] = []
     unit_starts: list[int] = []
@@ -434,8 +449,6 @@ def _add_selected_run(result: Stream, run: str, first: int) -> None:
             unit_ends.append(offset + 1)
         elif units:
             unit_ends[-1] = offset + 1
-        elif ends and ends[-1] == offset and not cjk[-1]:
-            ends[-1] = offset + 1  # right after a word: it extends the word
     if units:
         tokens.extend(run_tokens(units))
         starts.extend(unit_starts)
