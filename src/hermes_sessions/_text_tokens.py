@@ -67,7 +67,7 @@ _WORD_MARKS: Final = (
 # One match per word run, per CJK run, or per single other non-ASCII character. ASCII characters
 # that no branch matches (punctuation, spaces, controls, ``_``) are separators.
 _SCAN: Final = re.compile(
-    rf"(?P<w>[^\W_{_CJK_CLASS}][^\W_{_CJK_CLASS}{_WORD_MARKS}]*)"
+    rf"(?P<w>[^\W_{_CJK_CLASS}]+(?:[{_WORD_MARKS}]+[^\W_{_CJK_CLASS}]*)*)"
     rf"|(?P<c>[{_CJK_CLASS}]+)|(?P<o>[^\x00-\x7f])"
 )
 # Symbols common in chat that are NFC and case-folded already (Latin-1 signs, currency, letterlike
@@ -115,6 +115,7 @@ _NEEDS_SCANNER: Final = re.compile(
     "|[\u1160-\u11ff\ud7b0-\ud7ff\uf900-\ufaff\U0002f800-\U0002fa1f]"
     rf"|[^\W_{_CJK_CLASS}]{_EMOJI_SELECTOR}"
 )
+_MERGE_DISTANCE: Final = 32
 _SEPARATOR_CLASS: Final = "[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]"
 _NEXT_SEPARATOR: Final = re.compile(_SEPARATOR_CLASS)
 _UP_TO_LAST_SEPARATOR: Final = re.compile(f".*{_SEPARATOR_CLASS}", re.DOTALL)
@@ -314,6 +315,13 @@ def _segments(text: str) -> Iterator[tuple[bool, int, int]]:
             yield False, position, start
         after = _NEXT_SEPARATOR.search(text, found.end())
         position = length if after is None else after.start()
+        # Take in what needs the scanner soon after: one scanner run beats many short ones.
+        while position < length:
+            found = _NEEDS_SCANNER.search(text, position, position + _MERGE_DISTANCE)
+            if found is None:
+                break
+            after = _NEXT_SEPARATOR.search(text, found.end())
+            position = length if after is None else after.start()
         yield True, start, position
 
 
