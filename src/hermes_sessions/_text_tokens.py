@@ -13,6 +13,7 @@ check that the fast paths produce exactly what the general scanner does.
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 import unicodedata
@@ -66,7 +67,7 @@ _WORD_MARKS: Final = (
 )
 # One match per word run, per CJK run, or per single other non-ASCII character. ASCII characters
 # that no branch matches (punctuation, spaces, controls, ``_``) are separators.
-_SCAN: Final = re.compile(
+_SCAN_PATTERN: Final = (
     rf"(?P<w>[^\W_{_CJK_CLASS}]+(?:[{_WORD_MARKS}]+[^\W_{_CJK_CLASS}]*)*)"
     rf"|(?P<c>[{_CJK_CLASS}]+)|(?P<o>[^\x00-\x7f])"
 )
@@ -88,9 +89,7 @@ _FAST_SYMBOLS: Final = (
 _EMOJI_SELECTOR: Final = "\ufe0f"
 # The fast path: in text made of ASCII, word characters, CJK, those symbols, the emoji variation
 # selector and common separators, the pieces are the matches of this pattern.
-_FAST: Final = re.compile(
-    rf"([^\W_{_CJK_CLASS}]+)|([{_CJK_CLASS}{_FAST_SYMBOLS}{_EMOJI_SELECTOR}]+)"
-)
+_FAST_PATTERN: Final = rf"([^\W_{_CJK_CLASS}]+)|([{_CJK_CLASS}{_FAST_SYMBOLS}{_EMOJI_SELECTOR}]+)"
 _ASCII_WORD: Final = re.compile("[a-z0-9]+")
 
 
@@ -110,15 +109,32 @@ def _common_separators() -> str:
 # jamo that attaches, compatibility ideograph (not NFC), or an emoji variation selector right
 # after a word character (inside a word it is transparent). Tokens never span an ASCII
 # separator, so the scanner only runs between the separators around such characters.
-_NEEDS_SCANNER: Final = re.compile(
+_NEEDS_SCANNER_PATTERN: Final = (
     rf"[^\x00-\x7f\w{_CJK_CLASS}{_FAST_SYMBOLS}{_EMOJI_SELECTOR}{_common_separators()}]"
     "|[\u1160-\u11ff\ud7b0-\ud7ff\uf900-\ufaff\U0002f800-\U0002fa1f]"
     rf"|[^\W_{_CJK_CLASS}]{_EMOJI_SELECTOR}"
 )
 _MERGE_DISTANCE: Final = 32
+"""Stretches for the scanner closer than this many characters are scanned in one go."""
 _SEPARATOR_CLASS: Final = "[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]"
 _NEXT_SEPARATOR: Final = re.compile(_SEPARATOR_CLASS)
 _UP_TO_LAST_SEPARATOR: Final = re.compile(f".*{_SEPARATOR_CLASS}", re.DOTALL)
+
+
+class _Patterns(NamedTuple):
+    scan: re.Pattern[str]
+    fast: re.Pattern[str]
+    needs_scanner: re.Pattern[str]
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    """The large patterns, compiled once on first use (it takes ~15 ms, too long for import)."""
+    return _Patterns(
+        re.compile(_SCAN_PATTERN), re.compile(_FAST_PATTERN), re.compile(_NEEDS_SCANNER_PATTERN)
+    )
+
+
 # Hangul vowel and final jamo: inside a CJK run they join the unit before them, so decomposed
 # syllables become one unit (and NFC composes them).
 _ATTACHING_JAMO: Final = re.compile("[\u1160-\u11ff\ud7b0-\ud7ff]")
@@ -279,7 +295,7 @@ class _Scanner:
             self.flush()
 
     def scan(self, start: int, end: int) -> list[Piece]:
-        for match in _SCAN.finditer(self.text, start, end):
+        for match in _patterns().scan.finditer(self.text, start, end):
             first, last = match.span()
             group = match.lastgroup
             if group == "w":
@@ -303,9 +319,10 @@ def _segments(text: str) -> Iterator[tuple[bool, int, int]]:
     The stretches that need the general scanner reach from the separator before a character
     that needs it to the separator after; the fast pattern handles the rest.
     """
+    needs_scanner = _patterns().needs_scanner
     position, length = 0, len(text)
     while position < length:
-        found = _NEEDS_SCANNER.search(text, position)
+        found = needs_scanner.search(text, position)
         if found is None:
             yield False, position, length
             return
@@ -317,7 +334,7 @@ def _segments(text: str) -> Iterator[tuple[bool, int, int]]:
         position = length if after is None else after.start()
         # Take in what needs the scanner soon after: one scanner run beats many short ones.
         while position < length:
-            found = _NEEDS_SCANNER.search(text, position, position + _MERGE_DISTANCE)
+            found = needs_scanner.search(text, position, position + _MERGE_DISTANCE)
             if found is None:
                 break
             after = _NEXT_SEPARATOR.search(text, found.end())
@@ -362,7 +379,7 @@ def _add_scanned_tokens(tokens: list[str], text: str, start: int, end: int) -> N
 
 def _add_fast_tokens(tokens: list[str], text: str, start: int, end: int) -> None:
     append = tokens.append
-    for word, run in _FAST.findall(text, start, end):
+    for word, run in _patterns().fast.findall(text, start, end):
         if word:
             append(word.lower() if word.isascii() else _normalise(word))
             continue
@@ -420,7 +437,7 @@ def stream(text: str) -> Stream:
                     ends.append(piece.ends[-1])
                     cjk.extend([True] * len(piece.units))
             continue
-        for match in _FAST.finditer(text, start, end):
+        for match in _patterns().fast.finditer(text, start, end):
             first, last = match.span()
             word, run = match.groups()
             if word is None and _EMOJI_SELECTOR in run:
