@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -25,7 +24,7 @@ from hermes_sessions._text_tokens import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 __all__ = [
     "MAX_QUERY_LENGTH",
@@ -189,8 +188,8 @@ class Document:
 
     tokens: tuple[str, ...]
     """The index token stream."""
-    positions: Mapping[str, Sequence[int]] = attrs.field(eq=False, repr=False)
-    """Every token → its positions in ``tokens``, ascending."""
+    positions: dict[str, list[int]] = attrs.field(eq=False, repr=False)
+    """Every token → its positions in ``tokens``, ascending (read-only by convention)."""
 
     @classmethod
     def from_tokens(cls, tokens: Sequence[str]) -> Document:
