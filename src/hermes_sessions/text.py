@@ -25,7 +25,7 @@ punctuation, whitespace or upper-case letters, so FTS5 sees exactly these tokens
   decomposed voiced mark, an accent on an emoji) and, for Hangul, the vowel and final jamo of
   a decomposed syllable; units are NFC-normalised and case-folded (compatibility ideographs
   become their unified forms, ``か`` + U+3099 becomes ``が``). Variation selectors are dropped
-  everywhere (``❤️`` is ``❤``): they choose a glyph, not a character.
+  everywhere, inside words too (``❤️`` is ``❤``): they choose a glyph, not a character.
 * A maximal run of units becomes its overlapping **bigrams plus a terminal unigram** of its last
   unit: ``飞书机器人`` → ``飞书 书机 机器 器人 人``; ``书`` → ``书``. Script changes are
   boundaries: ``修改youer服务端`` → ``修改 改 youer 服务 务端 端``.
@@ -43,8 +43,8 @@ not contain the phrase ``"docker redis"``, while ``docker-compose`` does contain
 
 Queries
 -------
-The query is cut to :data:`MAX_QUERY_LENGTH` characters; spaces, controls and format characters
-separate *words*.
+The query is cut to :data:`MAX_QUERY_LENGTH` characters (a word cut there counts as written);
+spaces, controls and format characters separate *words*.
 
 * Words separated by spaces (or by upper-case ``AND``) must all match. Upper-case ``OR`` between
   two words makes them alternatives and binds tighter: ``a b OR c`` is ``a AND (b OR c)``.
@@ -79,7 +79,9 @@ pattern can be a prefix, so each phrase translates exactly to the FTS5 string
 ``"t1 t2 ... tn"`` (tokens joined by spaces, followed by ``*`` when the last is a prefix). FTS5
 gives ``OR`` a lower precedence than ``AND`` and ``NOT`` the highest, so emit every clause and the
 whole exclusion in parentheses: ``(("a") AND ("b" OR "飞书 书机")) NOT ("z")``. With the stream
-above that translation is exact; :meth:`Query.matches` remains the reference.
+above that translation is exact (the tests check it against SQLite's FTS5); :meth:`Query.matches`
+remains the reference. A :class:`TokenPattern` refuses text that holds ASCII punctuation, spaces
+or upper case, so a pattern can be put between double quotes as it is, never needing escapes.
 
 Ranking, index and snippets
 ---------------------------
