@@ -1,11 +1,54 @@
-"""Shared test configuration."""
+"""Shared test configuration: Hypothesis settings and stores on every backend."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import pytest
 from hypothesis import settings
+
+from hermes_sessions.backends.inmemory import InMemoryBackend
+from hermes_sessions.store import SessionStore
+from hermes_sessions.testing import FrozenClock
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
+    from hermes_sessions.protocols import Backend
+
+pytest_plugins = ["pytester"]
 
 # A deadline is a wall-clock limit, and these machines are noisy: never use one.
 settings.register_profile("default", deadline=None, print_blob=True)
 settings.load_profile("default")
 
-pytest_plugins = ["pytester"]
+# -- stores on every backend -----------------------------------------------------------------------
+
+
+START = datetime(2026, 5, 12, 1, 0, tzinfo=UTC)  # 09:00 in Shanghai
+
+BACKENDS: dict[str, Callable[[Path], Backend]] = {
+    "memory": lambda _path: InMemoryBackend(),
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Backend]:
+    """A factory opening the parametrised backend on this test's data directory."""
+    factory = BACKENDS[request.param]
+    return lambda: factory(tmp_path / "data")
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    """A clock frozen at 2026-05-12 01:00 UTC."""
+    return FrozenClock(START)
+
+
+@pytest.fixture
+def store(make_backend: Callable[[], Backend], clock: FrozenClock) -> Iterator[SessionStore]:
+    """A session store on each backend, with a frozen clock."""
+    with SessionStore(make_backend(), clock=clock) as opened:
+        yield opened

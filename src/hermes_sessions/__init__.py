@@ -15,6 +15,21 @@ from typing import TYPE_CHECKING, Any
 from hermes_sessions._version import __version__
 
 if TYPE_CHECKING:
+    from hermes_sessions._store_views import (
+        AnchoredView as AnchoredView,
+    )
+    from hermes_sessions._store_views import (
+        EraseReport as EraseReport,
+    )
+    from hermes_sessions._store_views import (
+        Lineage as Lineage,
+    )
+    from hermes_sessions._store_views import (
+        LineageLink as LineageLink,
+    )
+    from hermes_sessions._store_views import (
+        PruneReport as PruneReport,
+    )
     from hermes_sessions.exceptions import (
         AmbiguousMemoryMatchError as AmbiguousMemoryMatchError,
     )
@@ -50,6 +65,9 @@ if TYPE_CHECKING:
     )
     from hermes_sessions.exceptions import (
         InvalidTitleError as InvalidTitleError,
+    )
+    from hermes_sessions.exceptions import (
+        LeaseHeldError as LeaseHeldError,
     )
     from hermes_sessions.exceptions import (
         LockTimeoutError as LockTimeoutError,
@@ -165,6 +183,15 @@ if TYPE_CHECKING:
     from hermes_sessions.queries import (
         Visibility as Visibility,
     )
+    from hermes_sessions.store import (
+        RotateEvent as RotateEvent,
+    )
+    from hermes_sessions.store import (
+        SessionLookup as SessionLookup,
+    )
+    from hermes_sessions.store import (
+        SessionStore as SessionStore,
+    )
     from hermes_sessions.threats import (
         ThreatScanner as ThreatScanner,
     )
@@ -185,6 +212,11 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
+    "AnchoredView": "hermes_sessions._store_views",
+    "EraseReport": "hermes_sessions._store_views",
+    "Lineage": "hermes_sessions._store_views",
+    "LineageLink": "hermes_sessions._store_views",
+    "PruneReport": "hermes_sessions._store_views",
     "AmbiguousMemoryMatchError": "hermes_sessions.exceptions",
     "AmbiguousSessionError": "hermes_sessions.exceptions",
     "BackendClosedError": "hermes_sessions.exceptions",
@@ -197,6 +229,7 @@ _EXPORTS: dict[str, str] = {
     "InvalidKeyError": "hermes_sessions.exceptions",
     "InvalidMemoryContentError": "hermes_sessions.exceptions",
     "InvalidTitleError": "hermes_sessions.exceptions",
+    "LeaseHeldError": "hermes_sessions.exceptions",
     "LockTimeoutError": "hermes_sessions.exceptions",
     "MemoryContentBlockedError": "hermes_sessions.exceptions",
     "MemoryDriftError": "hermes_sessions.exceptions",
@@ -235,6 +268,9 @@ _EXPORTS: dict[str, str] = {
     "SessionQuery": "hermes_sessions.queries",
     "SessionSummary": "hermes_sessions.queries",
     "Visibility": "hermes_sessions.queries",
+    "RotateEvent": "hermes_sessions.store",
+    "SessionLookup": "hermes_sessions.store",
+    "SessionStore": "hermes_sessions.store",
     "ThreatScanner": "hermes_sessions.threats",
     "next_title_in_lineage": "hermes_sessions.titles",
     "sanitize_title": "hermes_sessions.titles",
@@ -247,9 +283,11 @@ __all__ = [
     "MEMORY_TOOL_SCHEMA",
     "AmbiguousMemoryMatchError",
     "AmbiguousSessionError",
+    "AnchoredView",
     "BackendClosedError",
     "ConflictError",
     "CorruptRecordError",
+    "EraseReport",
     "HermesSessionsError",
     "IncompatibleStoreError",
     "InvalidCursorError",
@@ -258,6 +296,9 @@ __all__ = [
     "InvalidMemoryContentError",
     "InvalidTitleError",
     "KeyPolicy",
+    "LeaseHeldError",
+    "Lineage",
+    "LineageLink",
     "LockTimeoutError",
     "MemoryContentBlockedError",
     "MemoryDriftError",
@@ -269,17 +310,21 @@ __all__ = [
     "MemoryStore",
     "Message",
     "ParsedSessionKey",
+    "PruneReport",
     "ResetDecision",
     "ResetPolicies",
     "ResetPolicy",
+    "RotateEvent",
     "SearchHit",
     "SearchQuery",
     "SessionEntry",
+    "SessionLookup",
     "SessionNotFoundError",
     "SessionPage",
     "SessionQuery",
     "SessionRecord",
     "SessionSource",
+    "SessionStore",
     "SessionSummary",
     "StorageError",
     "ThreatScanner",

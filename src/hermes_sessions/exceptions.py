@@ -14,6 +14,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── SessionNotFoundError       (LookupError)   no session or routing entry by id/key
     ├── AmbiguousSessionError      (LookupError)   a prefix or title names several sessions
     ├── ConflictError              (RuntimeError)  compare-and-swap lost: the revision moved on
+    ├── LeaseHeldError             (RuntimeError)  another holder leases the resource (compression)
     ├── BackendClosedError         (RuntimeError)  the backend was closed
     ├── LockTimeoutError           (TimeoutError)  a file or row lock was not acquired in time
     ├── StorageError               (OSError)       the storage layer failed (wraps sqlite3, OS)
@@ -53,6 +54,7 @@ __all__ = [
     "InvalidKeyError",
     "InvalidMemoryContentError",
     "InvalidTitleError",
+    "LeaseHeldError",
     "LockTimeoutError",
     "MemoryContentBlockedError",
     "MemoryDriftError",
@@ -277,6 +279,23 @@ class BackendClosedError(HermesSessionsError, RuntimeError):
     def __init__(self, what: str = "backend") -> None:
         self.what = what
         super().__init__(f"the {what} is closed; open a new one")
+
+
+class LeaseHeldError(HermesSessionsError, RuntimeError):
+    """Another holder has a live lease on the resource (for example, is compressing a session).
+
+    Attributes:
+        resource: What is leased (``compress:<session_id>``).
+        holder: Who asked for it and was refused.
+    """
+
+    def __init__(self, resource: str, holder: str) -> None:
+        self.resource = resource
+        self.holder = holder
+        super().__init__(
+            f"{resource} is leased by another holder, so {holder!r} may not work on it now; "
+            "wait for that work to finish (or for its lease to expire) and re-read the session"
+        )
 
 
 class LockTimeoutError(HermesSessionsError, TimeoutError):

@@ -165,6 +165,9 @@ class SessionQuery:
     user_id: str | None = None
     archived: bool | None = attrs.field(default=None, validator=_optional_bool)
     ended: bool | None = attrs.field(default=None, validator=_optional_bool)
+    exclude_end_reasons: tuple[str, ...] = attrs.field(default=(), converter=_names_required)
+    """Leave out sessions ended for these reasons (``("compression",)`` hides compressed-away
+    sessions, whose conversation continues in a child)."""
     min_messages: int = attrs.field(default=0, validator=_non_negative)
     started_after: datetime | None = None
     started_before: datetime | None = None
@@ -199,6 +202,8 @@ class SessionQuery:
         if self.archived is not None and record.archived != self.archived:
             return False
         if self.ended is not None and record.is_ended != self.ended:
+            return False
+        if record.end_reason is not None and record.end_reason in self.exclude_end_reasons:
             return False
         if record.message_count < self.min_messages:
             return False

@@ -11,11 +11,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hermes_sessions.backends.inmemory import InMemoryBackend
+    from pathlib import Path
 
-__all__ = ["InMemoryBackend"]
+    from hermes_sessions.backends.inmemory import InMemoryBackend
+    from hermes_sessions.protocols import Backend
+
+__all__ = ["InMemoryBackend", "open_backend"]
 
 _MODULES = {"InMemoryBackend": "hermes_sessions.backends.inmemory"}
+
+
+def open_backend(kind: str, home: Path | None = None) -> Backend:
+    """Open the backend ``kind`` (``sqlite``, ``jsonl`` or ``memory``) under ``home``.
+
+    ``home`` defaults to :func:`~hermes_sessions.paths.default_home`.
+    """
+    if kind == "memory":
+        from hermes_sessions.backends.inmemory import InMemoryBackend  # noqa: PLC0415
+
+        del home  # nothing to keep
+        return InMemoryBackend()
+    raise ValueError(f"unknown backend {kind!r}; choose 'sqlite', 'jsonl' or 'memory'")
 
 
 def __getattr__(name: str) -> Any:

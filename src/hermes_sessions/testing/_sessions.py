@@ -234,6 +234,11 @@ class ListingContract(ContractBase):
         assert self.ids(many, ended=True) == ["d"]
         assert "d" not in self.ids(many, ended=False)
 
+    def test_filter_by_end_reason(self, many: Backend) -> None:
+        """exclude_end_reasons hides sessions ended for those reasons, keeping open ones."""
+        assert self.ids(many, exclude_end_reasons=("cron_complete",)) == ["a", "c", "b", "e"]
+        assert self.ids(many, exclude_end_reasons=("idle",)) == ["a", "c", "d", "b", "e"]
+
     def test_filter_by_message_count(self, many: Backend) -> None:
         """min_messages keeps sessions with at least that many active messages."""
         assert self.ids(many, min_messages=2) == ["c"]
