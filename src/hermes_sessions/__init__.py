@@ -208,7 +208,16 @@ if TYPE_CHECKING:
         MEMORY_TOOL_SCHEMA as MEMORY_TOOL_SCHEMA,
     )
     from hermes_sessions.tools import (
+        SESSION_SEARCH_TOOL_SCHEMA as SESSION_SEARCH_TOOL_SCHEMA,
+    )
+    from hermes_sessions.tools import (
+        SearchToolContext as SearchToolContext,
+    )
+    from hermes_sessions.tools import (
         handle_memory as handle_memory,
+    )
+    from hermes_sessions.tools import (
+        handle_session_search as handle_session_search,
     )
 
 _EXPORTS: dict[str, str] = {
@@ -276,11 +285,15 @@ _EXPORTS: dict[str, str] = {
     "sanitize_title": "hermes_sessions.titles",
     "title_key": "hermes_sessions.titles",
     "MEMORY_TOOL_SCHEMA": "hermes_sessions.tools",
+    "SESSION_SEARCH_TOOL_SCHEMA": "hermes_sessions.tools",
+    "SearchToolContext": "hermes_sessions.tools",
     "handle_memory": "hermes_sessions.tools",
+    "handle_session_search": "hermes_sessions.tools",
 }
 
 __all__ = [
     "MEMORY_TOOL_SCHEMA",
+    "SESSION_SEARCH_TOOL_SCHEMA",
     "AmbiguousMemoryMatchError",
     "AmbiguousSessionError",
     "AnchoredView",
@@ -317,6 +330,7 @@ __all__ = [
     "RotateEvent",
     "SearchHit",
     "SearchQuery",
+    "SearchToolContext",
     "SessionEntry",
     "SessionLookup",
     "SessionNotFoundError",
@@ -337,6 +351,7 @@ __all__ = [
     "default_home",
     "evaluate_reset",
     "handle_memory",
+    "handle_session_search",
     "host_timezone",
     "new_session_id",
     "next_reset_at",

@@ -21,16 +21,29 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
 from hermes_sessions.exceptions import (
     HermesSessionsError,
     LockTimeoutError,
     MemoryRefusedError,
 )
+from hermes_sessions.ids import validate_session_id
+from hermes_sessions.models import SessionSource
+from hermes_sessions.queries import SearchQuery, Visibility
+from hermes_sessions.store import SessionStore
 
 if TYPE_CHECKING:
     from hermes_sessions.memory import MemoryResult, MemoryStore
+    from hermes_sessions.models import Message, SessionRecord
 
-__all__ = ["MEMORY_TOOL_SCHEMA", "handle_memory"]
+__all__ = [
+    "MEMORY_TOOL_SCHEMA",
+    "SESSION_SEARCH_TOOL_SCHEMA",
+    "SearchToolContext",
+    "handle_memory",
+    "handle_session_search",
+]
 
 
 # -- shared argument handling ----------------------------------------------------------------------
@@ -217,3 +230,291 @@ def _run_memory(store: MemoryStore, arguments: Mapping[str, Any]) -> MemoryResul
         content = _string_argument(arguments, "content", why=" for 'replace' (the new text)")
         return store.replace(target, old_text, content)
     return store.remove(target, old_text)
+
+
+# -- session_search --------------------------------------------------------------------------------
+
+_MAX_CONTENT: Final = 2000
+"""Characters of one message's text shown to the model (longer text is cut with an ellipsis)."""
+
+_READ_HEAD: Final = 20
+_READ_TAIL: Final = 10
+
+SESSION_SEARCH_TOOL_SCHEMA: Final[dict[str, Any]] = {
+    "type": "function",
+    "function": {
+        "name": "session_search",
+        "description": (
+            "Look through the user's earlier conversations with you. Four ways to call it: "
+            "(1) no arguments: list recent (non-empty) conversations; (2) 'query': find the "
+            "conversations that mention something, best match first, each with the surrounding "
+            "messages; "
+            "(3) 'session_id': read one conversation (long ones as their first 20 and last 10 "
+            "messages); (4) 'session_id' and 'message_id': read the messages around one "
+            "message, to scroll through a long conversation. Queries match whole words "
+            "(case-insensitive) and any Chinese, Japanese or Korean text as written; several "
+            "words must all appear; use OR between alternatives, -word to exclude, and "
+            '"quotes" for an exact phrase. Only conversations this user may see are searched; '
+            "the current one is left out."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": (
+                        "Words to look for, e.g. 'docker 部署' or '\"staging db\" OR prod'."
+                    ),
+                },
+                "session_id": {
+                    "type": "string",
+                    "description": "A conversation id from an earlier result, to read it.",
+                },
+                "message_id": {
+                    "type": "integer",
+                    "description": "With session_id: the message to read around.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 10,
+                    "description": (
+                        "How many conversations to return (default 3; 10 when listing)."
+                    ),
+                },
+                "window": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 20,
+                    "description": "With message_id: messages on each side to show (default 5).",
+                },
+            },
+            "additionalProperties": False,
+        },
+    },
+}
+"""The ``session_search`` tool in the OpenAI function-tool format (treat it as read-only)."""
+
+
+@attrs.frozen(kw_only=True)
+class SearchToolContext:
+    """Who is calling ``session_search`` and from where.
+
+    Every shape of the tool applies the resume access rule to ``requester`` asking from
+    ``current_key``: sessions created under that key, and sessions of the same platform and
+    user. A model cannot read another user's conversation, not even by naming its id.
+
+    .. versionadded:: 0.1.0
+    """
+
+    store: SessionStore
+    requester: SessionSource
+    current_key: str | None = None
+
+
+def handle_session_search(
+    context: SearchToolContext, arguments: Mapping[str, Any] | str
+) -> dict[str, Any]:
+    """Run one ``session_search`` tool call and return its JSON-serialisable result.
+
+    The shape follows the arguments: nothing → ``browse``; ``query`` → ``discover``;
+    ``session_id`` → ``read``; ``session_id`` and ``message_id`` → ``scroll``. A session the
+    requester may not see is reported exactly like one that does not exist.
+    """
+    try:
+        parsed = _parse_arguments(arguments)
+        session_id = _optional_string_argument(parsed, "session_id")
+        query = _optional_string_argument(parsed, "query")
+        if session_id is not None and parsed.get("message_id") is not None:
+            return _scroll(context, session_id, parsed)
+        if session_id is not None:
+            return _read(context, session_id)
+        if query is not None and query.strip():
+            return _discover(context, query, parsed)
+        return _browse(context, parsed)
+    except _ArgumentError as error:
+        return _argument_error(error)
+    except HermesSessionsError as error:
+        return _tool_error(str(error), code="error")
+
+
+def _visibility(context: SearchToolContext) -> Visibility:
+    requester = context.requester
+    user = context.store.keys.canonical(requester.platform, requester.participant)
+    return Visibility(session_key=context.current_key, platform=requester.platform, user_id=user)
+
+
+def _current_conversation(context: SearchToolContext) -> tuple[str, ...]:
+    """The current session and its ancestors: the conversation the model is already in."""
+    if context.current_key is None:
+        return ()
+    entry = context.store.backend.get_entry(context.current_key)
+    if entry is None:
+        return ()
+    ids = [entry.session_id]
+    record = context.store.backend.get_session(entry.session_id)
+    while record is not None and record.parent_session_id is not None and len(ids) < 64:  # noqa: PLR2004
+        ids.append(record.parent_session_id)
+        record = context.store.backend.get_session(record.parent_session_id)
+    return tuple(ids)
+
+
+def _visible_session(context: SearchToolContext, session_id: str) -> SessionRecord:
+    """The record, if the requester may see it; otherwise the same error as a missing one."""
+    record = None
+    try:
+        validate_session_id(session_id)
+    except HermesSessionsError:
+        pass
+    else:
+        record = context.store.backend.get_session(session_id)
+    if record is None or not _visibility(context).allows(record):
+        raise _ArgumentError(
+            f"no conversation you may read has the id {session_id!r}; "
+            "call session_search without arguments to list them",
+            argument="session_id",
+        )
+    return record
+
+
+def _text_of(message: Message) -> str:
+    content = message.content
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        pieces = []
+        for part in content:
+            if isinstance(part.get("text"), str):
+                pieces.append(part["text"])
+            else:
+                pieces.append(f"[{part.get('type', 'attachment')}]")
+        text = " ".join(pieces)
+    else:
+        text = ""
+    return text if len(text) <= _MAX_CONTENT else text[: _MAX_CONTENT - 1] + "…"
+
+
+def _message_view(message: Message) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "message_id": message.id,
+        "role": message.role,
+        "content": _text_of(message),
+    }
+    if message.timestamp is not None:
+        view["timestamp"] = message.timestamp.isoformat()
+    sender = message.sender_name or message.sender_id
+    if sender:
+        view["sender"] = sender
+    if message.tool_calls:
+        view["tool_calls"] = [
+            str((call.get("function") or {}).get("name") or call.get("name") or "?")
+            for call in message.tool_calls
+        ]
+    if message.tool_name:
+        view["tool_name"] = message.tool_name
+    return view
+
+
+def _session_view(record: SessionRecord, preview: str | None = None) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "session_id": record.id,
+        "title": record.title,
+        "source": record.source,
+        "started_at": record.started_at.isoformat(),
+        "last_active": record.last_active.isoformat(),
+        "message_count": record.message_count,
+    }
+    if record.is_ended:
+        view["ended"] = record.end_reason
+    if preview is not None:
+        view["preview"] = preview
+    return view
+
+
+def _browse(context: SearchToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    limit = _int_argument(arguments, "limit", default=10, minimum=1, maximum=10)
+    current = set(_current_conversation(context))
+    page = context.store.list_sessions(
+        visible_to=_visibility(context), min_messages=1, limit=limit + len(current)
+    )
+    sessions = [
+        _session_view(item.record, item.preview)
+        for item in page.items
+        if item.record.id not in current
+    ][:limit]
+    return {"success": True, "mode": "browse", "sessions": sessions}
+
+
+def _discover(
+    context: SearchToolContext, query: str, arguments: Mapping[str, Any]
+) -> dict[str, Any]:
+    limit = _int_argument(arguments, "limit", default=3, minimum=1, maximum=10)
+    hits = context.store.search(
+        SearchQuery(
+            text=query,
+            visible_to=_visibility(context),
+            exclude_session_ids=_current_conversation(context),
+            limit=limit,
+        ),
+        group="lineage",
+    )
+    results = []
+    for hit in hits:
+        view = context.store.anchored_view(
+            hit.session.id, hit.message.id or 0, window=3, head=1, tail=1
+        )
+        results.append(
+            {
+                **_session_view(hit.session),
+                "score": round(hit.score, 4),
+                "snippet": hit.snippet,
+                "message_id": hit.message.id,
+                "start": [_message_view(m) for m in view.head],
+                "context": [_message_view(m) for m in (*view.before, view.anchor, *view.after)],
+                "end": [_message_view(m) for m in view.tail],
+            }
+        )
+    return {"success": True, "mode": "discover", "query": query, "results": results}
+
+
+def _read(context: SearchToolContext, session_id: str) -> dict[str, Any]:
+    record = _visible_session(context, session_id)
+    store = context.store
+    head = store.messages(record.id, limit=_READ_HEAD + _READ_TAIL + 1)
+    if len(head) <= _READ_HEAD + _READ_TAIL:
+        shown, omitted = head, 0
+    else:
+        tail = store.tail(record.id, _READ_TAIL)
+        shown = head[:_READ_HEAD] + tail
+        omitted = max(0, record.message_count - len(shown))
+    return {
+        "success": True,
+        "mode": "read",
+        "session": _session_view(record),
+        "messages": [_message_view(m) for m in shown],
+        "omitted_messages": omitted,
+    }
+
+
+def _scroll(
+    context: SearchToolContext, session_id: str, arguments: Mapping[str, Any]
+) -> dict[str, Any]:
+    record = _visible_session(context, session_id)
+    message_id = _int_argument(arguments, "message_id", default=-1, minimum=-1, maximum=2**62)
+    window = _int_argument(arguments, "window", default=5, minimum=1, maximum=20)
+    if context.store.backend.get_message(record.id, message_id) is None:
+        raise _ArgumentError(
+            f"conversation {record.id} has no message {message_id}", argument="message_id"
+        )
+    around = context.store.messages_around(record.id, message_id, window)
+    first, last = around[0].id or 0, around[-1].id or 0
+    backend = context.store.backend
+    return {
+        "success": True,
+        "mode": "scroll",
+        "session": _session_view(record),
+        "message_id": message_id,
+        "messages": [_message_view(m) for m in around],
+        "more_before": bool(backend.get_messages(record.id, before_id=first, limit=1)),
+        "more_after": bool(backend.get_messages(record.id, after_id=last, limit=1)),
+    }
