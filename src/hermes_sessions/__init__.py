@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from hermes_sessions._store_views import (
         PruneReport as PruneReport,
     )
+    from hermes_sessions.aio import (
+        AsyncSessionStore as AsyncSessionStore,
+    )
     from hermes_sessions.exceptions import (
         AmbiguousMemoryMatchError as AmbiguousMemoryMatchError,
     )
@@ -226,6 +229,7 @@ _EXPORTS: dict[str, str] = {
     "Lineage": "hermes_sessions._store_views",
     "LineageLink": "hermes_sessions._store_views",
     "PruneReport": "hermes_sessions._store_views",
+    "AsyncSessionStore": "hermes_sessions.aio",
     "AmbiguousMemoryMatchError": "hermes_sessions.exceptions",
     "AmbiguousSessionError": "hermes_sessions.exceptions",
     "BackendClosedError": "hermes_sessions.exceptions",
@@ -297,6 +301,7 @@ __all__ = [
     "AmbiguousMemoryMatchError",
     "AmbiguousSessionError",
     "AnchoredView",
+    "AsyncSessionStore",
     "BackendClosedError",
     "ConflictError",
     "CorruptRecordError",
