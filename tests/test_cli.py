@@ -36,7 +36,22 @@ def test_module_entry_point():
     assert __version__ in result.stdout
 
 
-def test_demo_command_runs(capsys):
-    """``demo`` runs and says what it does."""
-    assert main(["demo"]) == 0
-    assert "demo" in capsys.readouterr().out
+def test_demo_walkthrough(capsys, tmp_path):
+    """The demo plays every step of the script and shows isolation, resets and searches."""
+    assert main(["demo", "--backend", "memory", "--home", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for expected in (
+        "agent:main:feishu:group:oc_team:ou_alice",
+        "agent:main:feishu:group:oc_team:ou_bob",
+        "[same session]",
+        "previous one ended: idle",
+        "/new kubernetes 升级",
+        "/resume staging 排查",
+        "/undo removed 2 message(s)",
+        "search '端': 2 hit(s)",
+        "search '端口': 2 hit(s)",
+        "search '慢查询': 2 hit(s)",
+        ">>>docker<<< >>>compose<<<",
+        "Nothing was kept",
+    ):
+        assert expected in out, expected

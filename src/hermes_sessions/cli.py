@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_sessions._version import __version__
@@ -21,7 +23,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser("demo", help="play a scripted conversation on a temporary store")
+    demo = commands.add_parser(
+        "demo",
+        help="play a scripted conversation on a temporary store",
+        description="Play a short scripted conversation (a Feishu DM, a group, a thread, an "
+        "idle reset, /new, /resume, /undo and searches) and print each step.",
+    )
+    demo.add_argument(
+        "--home", type=Path, help="keep the demo data in DIR (default: a new temporary directory)"
+    )
+    demo.add_argument(
+        "--backend",
+        choices=("sqlite", "jsonl", "memory"),
+        default="sqlite",
+        help="storage backend (default: sqlite, the embedded default)",
+    )
     return parser
 
 
@@ -30,10 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "demo":
-        sys.stdout.write(
-            "The demo walkthrough is coming soon: it needs the session store, which is not "
-            "built yet.\n"
-        )
+        from hermes_sessions._demo import run_demo  # noqa: PLC0415  # keeps --help fast
+
+        home = args.home or Path(tempfile.mkdtemp(prefix="hermes-sessions-demo-"))
+        run_demo(home, sys.stdout, backend=args.backend)
         return 0
     parser.print_help()
     return 0
