@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import pickle
+from pathlib import Path
 
 import pytest
 
 from hermes_sessions import exceptions
 from hermes_sessions.exceptions import (
+    AmbiguousMemoryMatchError,
     AmbiguousSessionError,
     BackendClosedError,
     ConflictError,
@@ -16,14 +19,67 @@ from hermes_sessions.exceptions import (
     IncompatibleStoreError,
     InvalidIdError,
     InvalidKeyError,
+    InvalidMemoryContentError,
     InvalidTitleError,
     LeaseHeldError,
     LockTimeoutError,
+    MemoryContentBlockedError,
+    MemoryDriftError,
+    MemoryEntryNotFoundError,
+    MemoryLimitError,
+    MemoryRefusedError,
     SessionNotFoundError,
     StorageError,
     TitleConflictError,
+    UnknownMemoryTargetError,
 )
 
+REFUSALS = [
+    (InvalidMemoryContentError("the content is empty", target="memory", action="add"), ValueError),
+    (
+        MemoryContentBlockedError(
+            target="user",
+            action="replace",
+            pattern_ids=["injection.role_hijack", "unicode.invisible"],
+            excerpts=["you are now a p", "<U+200B>"],
+        ),
+        ValueError,
+    ),
+    (
+        MemoryLimitError(
+            target="memory",
+            action="add",
+            entries=["a", "b"],
+            usage=4,
+            limit=5,
+            requested_usage=9,
+        ),
+        ValueError,
+    ),
+    (MemoryEntryNotFoundError("needle", target="memory", action="remove"), LookupError),
+    (
+        AmbiguousMemoryMatchError(
+            "x", [f"entry {n}" for n in range(12)], target="user", action="replace"
+        ),
+        LookupError,
+    ),
+    (
+        MemoryDriftError(
+            target="memory",
+            action="add",
+            path=Path("/m/MEMORY.md"),
+            backup_path=Path("/m/MEMORY.md.drift-20260101T000000Z-ab12cd34.bak"),
+            reason="it is not valid UTF-8 (at byte 3)",
+        ),
+        RuntimeError,
+    ),
+    (
+        MemoryDriftError(
+            target="memory", action="add", path="/m/MEMORY.md", backup_path=None, reason="odd"
+        ),
+        RuntimeError,
+    ),
+]
 INSTANCES = [
     (InvalidKeyError("agent:x", "too short"), ValueError),
     (InvalidIdError("../x", "it contains '..'"), ValueError),
@@ -40,6 +96,8 @@ INSTANCES = [
     (LockTimeoutError("/tmp/MEMORY.md.lock", 10.0), TimeoutError),
     (StorageError("disk I/O error"), OSError),
     (IncompatibleStoreError("state.db", found_version=9, supported_version=2), OSError),
+    *REFUSALS,
+    (UnknownMemoryTargetError("notes"), ValueError),
 ]
 
 
@@ -88,3 +146,63 @@ def test_corrupt_record_without_a_path():
     assert error.path is None
     assert error.line is None
     assert " in " not in str(error).split(":")[0]
+
+
+@pytest.mark.parametrize("error", [error for error, _ in REFUSALS])
+def test_refusals_convert_to_json_error_results(error):
+    """Every refusal has a JSON-serialisable ``to_dict`` with success false, code and message."""
+    assert isinstance(error, MemoryRefusedError)
+    data = error.to_dict()
+    assert json.loads(json.dumps(data)) == data
+    assert data["success"] is False
+    assert data["error"] == str(error)
+    assert data["code"] == type(error).code
+    assert (data["target"], data["action"]) == (error.target, error.action)
+
+
+def test_codes_are_distinct():
+    """Each refusal class has its own machine-readable code."""
+    codes = {type(error).code for error, _ in REFUSALS}
+    assert codes == {
+        "invalid_content",
+        "blocked",
+        "over_limit",
+        "no_match",
+        "ambiguous_match",
+        "drift",
+    }
+    assert MemoryRefusedError("x", target="memory", action="add").to_dict()["code"] == "refused"
+
+
+def test_new_classes_are_exported_and_drawn_in_the_tree():
+    """Every new class is in ``__all__`` and in the module docstring's tree."""
+    for cls in (MemoryRefusedError, UnknownMemoryTargetError, *(type(e) for e, _ in REFUSALS)):
+        assert cls.__name__ in exceptions.__all__
+        assert cls.__name__ in (exceptions.__doc__ or "")
+    assert list(exceptions.__all__) == sorted(exceptions.__all__)
+
+
+def test_memory_refusals_say_what_to_do():
+    """Memory refusals name the numbers, the file and the next step."""
+    limit = REFUSALS[2][0]
+    assert "MEMORY.md would use 9 of its 5 characters (now 4)" in str(limit)
+    assert "Consolidate" in str(limit)
+    assert "distinctive part" in str(REFUSALS[3][0])
+    ambiguous = REFUSALS[4][0]
+    assert "12 different entries of USER.md" in str(ambiguous)
+    assert "'entry 9', ..." in str(ambiguous)
+    drift = REFUSALS[5][0]
+    assert "MEMORY.md.drift-20260101T000000Z-ab12cd34.bak" in str(drift)
+    assert "repair" in str(drift)
+    assert "it is kept" in str(REFUSALS[6][0])
+    assert REFUSALS[6][0].to_dict()["backup_path"] is None
+    assert "'memory'" in str(UnknownMemoryTargetError("notes"))
+
+
+def test_long_texts_are_shortened_in_messages():
+    """A huge old_text or target does not flood the message."""
+    error = MemoryEntryNotFoundError("x" * 500, target="memory", action="remove")
+    assert len(str(error)) < 300
+    assert error.old_text == "x" * 500
+    target = UnknownMemoryTargetError("t" * 500)
+    assert len(str(target)) < 300

@@ -189,17 +189,9 @@ class SessionQuery:
     limit: int | None = attrs.field(default=50, validator=_positive_or_none)
     cursor: str | None = None
 
-    def accepts(self, record: SessionRecord) -> bool:  # noqa: C901, PLR0911, PLR0912  # a check per filter
+    def accepts(self, record: SessionRecord) -> bool:  # noqa: PLR0911  # a check per filter
         """Whether ``record`` passes every filter (ignoring order, limit and cursor)."""
-        if self.sources is not None and record.source not in self.sources:
-            return False
-        if record.source in self.exclude_sources:
-            return False
-        if self.session_key is not None and record.session_key != self.session_key:
-            return False
-        if self.user_id is not None and record.user_id != self.user_id:
-            return False
-        if self.archived is not None and record.archived != self.archived:
+        if not _shared_session_filters(self, record):
             return False
         if self.ended is not None and record.is_ended != self.ended:
             return False
@@ -221,11 +213,10 @@ class SessionQuery:
             record.title is None or title_key(record.title) != title_key(self.title)
         ):
             return False
-        if self.title_lineage is not None and (
-            record.title is None or lineage_key(record.title) != lineage_key(self.title_lineage)
-        ):
-            return False
-        return self.visible_to is None or self.visible_to.allows(record)
+        return self.title_lineage is None or (
+            record.title is not None
+            and lineage_key(record.title) == lineage_key(self.title_lineage)
+        )
 
     def sort_value(self, record: SessionRecord) -> datetime:
         """The time a record is ordered by."""
@@ -249,6 +240,21 @@ class SessionQuery:
         page = matching[: self.limit]
         last = page[-1]
         return page, encode_cursor(self.sort_value(last), last.id)
+
+
+def _shared_session_filters(query: SessionQuery | SearchQuery, record: SessionRecord) -> bool:
+    """The session filters that listings and searches share."""
+    if query.sources is not None and record.source not in query.sources:
+        return False
+    if record.source in query.exclude_sources:
+        return False
+    if query.session_key is not None and record.session_key != query.session_key:
+        return False
+    if query.user_id is not None and record.user_id != query.user_id:
+        return False
+    if query.archived is not None and record.archived != query.archived:
+        return False
+    return query.visible_to is None or query.visible_to.allows(record)
 
 
 def _within(moment: datetime, after: datetime | None, before: datetime | None) -> bool:
@@ -344,23 +350,11 @@ class SearchQuery:
     limit: int | None = attrs.field(default=20, validator=_positive_or_none)
     offset: int = attrs.field(default=0, validator=_non_negative)
 
-    def accepts_session(self, record: SessionRecord) -> bool:  # noqa: PLR0911  # a check per filter
+    def accepts_session(self, record: SessionRecord) -> bool:
         """Whether hits from ``record`` may be returned."""
-        if self.sources is not None and record.source not in self.sources:
-            return False
-        if record.source in self.exclude_sources:
-            return False
-        if self.session_key is not None and record.session_key != self.session_key:
-            return False
         if self.session_ids is not None and record.id not in self.session_ids:
             return False
-        if record.id in self.exclude_session_ids:
-            return False
-        if self.user_id is not None and record.user_id != self.user_id:
-            return False
-        if self.archived is not None and record.archived != self.archived:
-            return False
-        return self.visible_to is None or self.visible_to.allows(record)
+        return record.id not in self.exclude_session_ids and _shared_session_filters(self, record)
 
     def accepts_message(self, message: Message) -> bool:
         """Whether ``message`` itself passes the message-level filters."""

@@ -306,14 +306,25 @@ class SessionStore(StoreViews):
             self._new_entry(entry.session_key, record.id, source, now),
             origin=entry.origin or source,
         )
-        plan = RotationPlan(
-            at=now,
-            create=record,
-            entries=[EntryWrite(entry=new_entry, expected_revision=entry.revision)],
-            end=[(entry.session_id, reason)],
-        )
+        return self._switch(entry, new_entry, reason, now, create=record)
+
+    def _switch(
+        self, entry: SessionEntry, target: SessionEntry, reason: str, now: datetime, **plan: Any
+    ) -> SessionEntry | None:
+        """Move ``entry``'s key to ``target`` and end the session it leaves, in one plan.
+
+        ``plan`` adds to the rotation (a session to create, messages, sessions to reopen).
+        Returns the stored entry, or ``None`` if another writer changed the key first.
+        """
         try:
-            (stored,) = self.backend.apply(plan)
+            (stored,) = self.backend.apply(
+                RotationPlan(
+                    at=now,
+                    entries=[EntryWrite(entry=target, expected_revision=entry.revision)],
+                    end=[(entry.session_id, reason)],
+                    **plan,
+                )
+            )
         except ConflictError:
             return None
         self._notify(
@@ -321,12 +332,21 @@ class SessionStore(StoreViews):
                 RotateEvent(
                     session_key=entry.session_key,
                     old_session_id=entry.session_id,
-                    new_session_id=record.id,
+                    new_session_id=target.session_id,
                     reason=reason,
                 )
             ]
         )
         return stored
+
+    @staticmethod
+    def _retrying(key: str, attempt: Callable[[], SessionEntry | None]) -> SessionEntry:
+        """Run ``attempt`` until it does not lose a race (``None``), a bounded number of times."""
+        for _ in range(MAX_ATTEMPTS):
+            result = attempt()
+            if result is not None:
+                return result
+        raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
 
     # -- transcripts -------------------------------------------------------------------------------
 
@@ -400,15 +420,16 @@ class SessionStore(StoreViews):
     # -- key flags ---------------------------------------------------------------------------------
 
     def _update_entry(self, key: str, **changes: Any) -> SessionEntry:
-        for _ in range(MAX_ATTEMPTS):
+        def attempt() -> SessionEntry | None:
             entry = self.entry(key)
             try:
                 return self.backend.put_entry(
                     attrs.evolve(entry, **changes), expected_revision=entry.revision
                 )
             except ConflictError:
-                continue
-        raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
+                return None
+
+        return self._retrying(key, attempt)
 
     def suspend(self, key: str) -> SessionEntry:
         """Mark ``key`` suspended: its next message starts a new session (reason ``suspended``)."""
@@ -433,18 +454,15 @@ class SessionStore(StoreViews):
         The old transcript stays intact and searchable.
         """
         clean = sanitize_title(title)
-        for _ in range(MAX_ATTEMPTS):
+
+        def attempt() -> SessionEntry | None:
             entry = self.entry(key)
-            source = entry.origin
-            if source is None:
-                record = self.session(entry.session_id)
-                source = _source_of(record)
+            source = entry.origin or _source_of(self.session(entry.session_id))
             if clean is not None:
                 self._check_title_free(clean, _owner_of_new(self, key, source), exclude=None)
-            rotated = self._rotate(entry, source, self.clock.now(), "session_reset", title=clean)
-            if rotated is not None:
-                return rotated
-        raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
+            return self._rotate(entry, source, self.clock.now(), "session_reset", title=clean)
+
+        return self._retrying(key, attempt)
 
     def resume(
         self,
@@ -462,45 +480,20 @@ class SessionStore(StoreViews):
         user as ``requester`` (default: the key's origin), may be resumed; ``allow(requester,
         record)`` replaces that rule. Resuming records activity on the key.
         """
-        for _ in range(MAX_ATTEMPTS):
+
+        def attempt() -> SessionEntry | None:
             entry = self.entry(key)
-            who = requester or entry.origin
-            record = self._resolve_target(key, target, who, allow)
+            record = self._resolve_target(key, target, requester or entry.origin, allow)
             if record.id == entry.session_id:
                 return self.touch(key)
             now = self.clock.now()
-            plan = RotationPlan(
-                at=now,
-                reopen=[record.id] if record.is_ended else [],
-                entries=[
-                    EntryWrite(
-                        entry=attrs.evolve(
-                            entry,
-                            session_id=record.id,
-                            updated_at=max(now, entry.updated_at),
-                            suspended=False,
-                        ),
-                        expected_revision=entry.revision,
-                    )
-                ],
-                end=[(entry.session_id, "session_switch")],
+            moved = attrs.evolve(
+                entry, session_id=record.id, updated_at=max(now, entry.updated_at), suspended=False
             )
-            try:
-                (stored,) = self.backend.apply(plan)
-            except ConflictError:
-                continue
-            self._notify(
-                [
-                    RotateEvent(
-                        session_key=key,
-                        old_session_id=entry.session_id,
-                        new_session_id=record.id,
-                        reason="session_switch",
-                    )
-                ]
-            )
-            return stored
-        raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
+            reopen = [record.id] if record.is_ended else []
+            return self._switch(entry, moved, "session_switch", now, reopen=reopen)
+
+        return self._retrying(key, attempt)
 
     def branch(self, key: str, *, title: str | None = None) -> SessionEntry:
         """``/branch``: copy the key's transcript into a child session and switch to it.
@@ -509,7 +502,8 @@ class SessionStore(StoreViews):
         the given one, else the next in the lineage of the current title (or ``"branch"``). The
         parent ends ``branched``.
         """
-        for _ in range(MAX_ATTEMPTS):
+
+        def attempt() -> SessionEntry | None:
             entry = self.entry(key)
             parent = self.session(entry.session_id)
             owner = _owner(parent)
@@ -532,36 +526,10 @@ class SessionStore(StoreViews):
                 archived=False,
             )
             copies = [_copy(m) for m in self.backend.get_messages(parent.id)]
-            plan = RotationPlan(
-                at=now,
-                create=child,
-                messages=copies,
-                entries=[
-                    EntryWrite(
-                        entry=attrs.evolve(
-                            entry, session_id=child.id, updated_at=max(now, entry.updated_at)
-                        ),
-                        expected_revision=entry.revision,
-                    )
-                ],
-                end=[(parent.id, "branched")],
-            )
-            try:
-                (stored,) = self.backend.apply(plan)
-            except ConflictError:
-                continue
-            self._notify(
-                [
-                    RotateEvent(
-                        session_key=key,
-                        old_session_id=parent.id,
-                        new_session_id=child.id,
-                        reason="branched",
-                    )
-                ]
-            )
-            return stored
-        raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
+            moved = attrs.evolve(entry, session_id=child.id, updated_at=max(now, entry.updated_at))
+            return self._switch(entry, moved, "branched", now, create=child, messages=copies)
+
+        return self._retrying(key, attempt)
 
     @contextlib.contextmanager
     def compression_lease(self, session_id: str, holder: str) -> Iterator[None]:
