@@ -207,15 +207,6 @@ class StoreViews:
 
     # -- resume targets ----------------------------------------------------------------------------
 
-    def _visibility(self, key: str, requester: SessionSource | None) -> Visibility:
-        if requester is None:
-            return Visibility(session_key=key)
-        return Visibility(
-            session_key=key,
-            platform=requester.platform,
-            user_id=self.keys.canonical(requester.platform, requester.participant),
-        )
-
     def _candidates(
         self,
         key: str,
@@ -223,7 +214,9 @@ class StoreViews:
         allow: Callable[[SessionSource | None, SessionRecord], bool] | None,
         **filters: Any,
     ) -> list[SessionRecord]:
-        visible_to = self._visibility(key, requester) if allow is None else None
+        visible_to = None
+        if allow is None:
+            visible_to = Visibility.for_requester(key, requester, keys=self.keys)
         page = self.backend.list_sessions(
             SessionQuery(limit=None, visible_to=visible_to, **filters)
         )

@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 import attrs
 
 from hermes_sessions.exceptions import InvalidCursorError
+from hermes_sessions.keys import DEFAULT_KEY_POLICY
 from hermes_sessions.models import Message, SessionRecord
 from hermes_sessions.titles import lineage_key, title_key
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from hermes_sessions.keys import KeyPolicy
     from hermes_sessions.models import SessionSource
 
 __all__ = [
@@ -104,12 +106,24 @@ class Visibility:
     user_id: str | None = None
 
     @classmethod
-    def for_requester(cls, session_key: str | None, requester: SessionSource) -> Visibility:
-        """The rule for ``requester`` asking from ``session_key``."""
+    def for_requester(
+        cls,
+        session_key: str | None,
+        requester: SessionSource | None,
+        *,
+        keys: KeyPolicy = DEFAULT_KEY_POLICY,
+    ) -> Visibility:
+        """The rule for ``requester`` asking from ``session_key``.
+
+        The requester's id is canonicalised with ``keys`` (as session records store it); without
+        a requester only the key's own sessions are visible.
+        """
+        if requester is None:
+            return cls(session_key=session_key)
         return cls(
             session_key=session_key,
             platform=requester.platform,
-            user_id=requester.participant,
+            user_id=keys.canonical(requester.platform, requester.participant),
         )
 
     def allows(self, record: SessionRecord) -> bool:

@@ -339,9 +339,7 @@ def handle_session_search(
 
 
 def _visibility(context: SearchToolContext) -> Visibility:
-    requester = context.requester
-    user = context.store.keys.canonical(requester.platform, requester.participant)
-    return Visibility(session_key=context.current_key, platform=requester.platform, user_id=user)
+    return Visibility.for_requester(context.current_key, context.requester, keys=context.store.keys)
 
 
 def _current_conversation(context: SearchToolContext) -> tuple[str, ...]:
