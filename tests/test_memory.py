@@ -44,9 +44,20 @@ from hermes_sessions.memory import (
     render_entries,
 )
 from hermes_sessions.paths import HOME_ENV_VAR
+from hermes_sessions.testing import FrozenClock
 from hermes_sessions.threats import DEFAULT_SCANNER
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hermes-profile-a"  # copied from Hermes, unchanged
+
+
+class NaiveClock:
+    """A broken clock that returns naive datetimes."""
+
+    def now(self) -> datetime:
+        """Midnight of 2026-01-01, without a zone."""
+        return datetime(2026, 1, 1)  # noqa: DTZ001
+
+
 NOON = datetime(2026, 5, 12, 12, 0, 0, tzinfo=UTC)
 RULE = "═" * 46
 PACKAGE_ROOT = str(Path(hermes_sessions.__file__).resolve().parent.parent)
@@ -61,7 +72,7 @@ def directory(tmp_path):
 @pytest.fixture
 def store(directory):
     """A store with default limits and a frozen clock."""
-    return MemoryStore(directory, clock=lambda: NOON)
+    return MemoryStore(directory, clock=FrozenClock(NOON))
 
 
 def hand_write(path: Path, data: str | bytes) -> bytes:
@@ -649,7 +660,7 @@ def test_editor_artefacts_are_not_drift(store):
 
 def test_a_naive_clock_is_refused_when_naming_a_backup(directory):
     """The clock must return aware datetimes."""
-    store = MemoryStore(directory, clock=lambda: datetime(2026, 1, 1))  # noqa: DTZ001
+    store = MemoryStore(directory, clock=NaiveClock())
     hand_write(store.path("memory"), "a\n§\n\n§\nb")
     with pytest.raises(ValueError, match="naive"):
         store.add("memory", "x")

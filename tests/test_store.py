@@ -21,7 +21,8 @@ from hermes_sessions import (
     TitleConflictError,
 )
 from hermes_sessions.backends.inmemory import InMemoryBackend
-from hermes_sessions.store import RotateEvent, SessionStore, SystemClock
+from hermes_sessions.clock import SystemClock
+from hermes_sessions.store import RotateEvent, SessionStore
 
 DM = SessionSource(platform="feishu", chat_id="ou_lin", user_id="ou_lin", user_name="林晓")
 ALICE = SessionSource(platform="feishu", chat_type="group", chat_id="oc_team", user_id="ou_alice")

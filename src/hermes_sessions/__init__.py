@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from hermes_sessions.aio import (
         AsyncSessionStore as AsyncSessionStore,
     )
+    from hermes_sessions.clock import (
+        SystemClock as SystemClock,
+    )
     from hermes_sessions.exceptions import (
         AmbiguousMemoryMatchError as AmbiguousMemoryMatchError,
     )
@@ -230,6 +233,7 @@ _EXPORTS: dict[str, str] = {
     "LineageLink": "hermes_sessions._store_views",
     "PruneReport": "hermes_sessions._store_views",
     "AsyncSessionStore": "hermes_sessions.aio",
+    "SystemClock": "hermes_sessions.clock",
     "AmbiguousMemoryMatchError": "hermes_sessions.exceptions",
     "AmbiguousSessionError": "hermes_sessions.exceptions",
     "BackendClosedError": "hermes_sessions.exceptions",
@@ -346,6 +350,7 @@ __all__ = [
     "SessionStore",
     "SessionSummary",
     "StorageError",
+    "SystemClock",
     "ThreatScanner",
     "TitleConflictError",
     "UnknownMemoryTargetError",

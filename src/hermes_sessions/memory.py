@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -46,6 +45,7 @@ from hermes_sessions._memory_format import (
     render_entries,
     snapshot_target,
 )
+from hermes_sessions.clock import SystemClock
 from hermes_sessions.exceptions import (
     InvalidMemoryContentError,
     LockTimeoutError,
@@ -55,10 +55,12 @@ from hermes_sessions.exceptions import (
     UnknownMemoryTargetError,
 )
 from hermes_sessions.paths import memories_dir
+from hermes_sessions.protocols import Clock
 from hermes_sessions.threats import DEFAULT_SCANNER, SCOPE_MEMORY, ThreatScanner
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
+
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
@@ -118,10 +120,6 @@ def _scanner(_instance: object, attribute: attrs.Attribute[Any], value: object) 
         raise TypeError(f"{attribute.name} must be a ThreatScanner or None, got {value!r}")
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _random_suffix(length: int) -> str:
     """``length`` random bytes as hex: names temporary files and backups."""
     return os.urandom(length).hex()
@@ -162,7 +160,8 @@ class MemoryStore:
         scanner: The threat scanner for new content and for the snapshot; ``None`` turns scanning
             off (only for content that is trusted by construction).
         lock_timeout: Seconds a write waits for the file lock (``0``: try once).
-        clock: Returns the current aware time; used to name backups.
+        clock: Where the time comes from (names backups); a ``Clock`` such as
+            ``testing.FrozenClock``.
     """
 
     directory: Path = attrs.field(default=None, converter=_directory)
@@ -178,7 +177,7 @@ class MemoryStore:
     lock_timeout: float = attrs.field(
         default=DEFAULT_LOCK_TIMEOUT, kw_only=True, validator=_timeout
     )
-    clock: Callable[[], datetime] = attrs.field(default=_utc_now, kw_only=True)
+    clock: Clock = attrs.field(factory=SystemClock, kw_only=True)
     _snapshot: MemorySnapshot = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
 
     def __attrs_post_init__(self) -> None:
@@ -460,7 +459,7 @@ class MemoryStore:
 
     def _backup(self, path: Path, raw: bytes) -> Path:
         """Save ``raw`` next to ``path`` under a name no other backup has (O_EXCL)."""
-        now = self.clock()
+        now = self.clock.now()
         if now.tzinfo is None:
             raise ValueError("the clock returned a naive datetime; return an aware one")
         stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")

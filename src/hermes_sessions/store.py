@@ -15,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
 import attrs
 
 from hermes_sessions._store_views import StoreViews
+from hermes_sessions.clock import SystemClock
 from hermes_sessions.exceptions import (
     ConflictError,
     LeaseHeldError,
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
     from hermes_sessions.models import SessionSource
 
-__all__ = ["RotateEvent", "SessionLookup", "SessionStore", "SystemClock"]
+__all__ = ["RotateEvent", "SessionLookup", "SessionStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,17 +52,6 @@ BRANCH_MARKER: Final = "_branched_from"
 """Key in a branch's ``model_config`` naming the session it was copied from (as Hermes does)."""
 
 DEFAULT_LEASE_TTL: Final = timedelta(minutes=10)
-
-
-class SystemClock:
-    """The real clock (UTC)."""
-
-    def now(self) -> datetime:
-        """The current time, aware, in UTC."""
-        return datetime.now(UTC)
-
-    def __repr__(self) -> str:
-        return "SystemClock()"
 
 
 @attrs.frozen(kw_only=True)
