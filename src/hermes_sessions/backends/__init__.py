@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hermes_sessions.backends.inmemory import InMemoryBackend
+    from hermes_sessions.backends.sqlite import SQLiteBackend
 
-__all__ = ["InMemoryBackend"]
+__all__ = ["InMemoryBackend", "SQLiteBackend"]
 
-_MODULES = {"InMemoryBackend": "hermes_sessions.backends.inmemory"}
+_MODULES = {
+    "InMemoryBackend": "hermes_sessions.backends.inmemory",
+    "SQLiteBackend": "hermes_sessions.backends.sqlite",
+}
 
 
 def __getattr__(name: str) -> Any:
