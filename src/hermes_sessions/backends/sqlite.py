@@ -15,15 +15,10 @@ database stays busy longer than the busy timeout; readers never block writers (W
 from __future__ import annotations
 
 import functools
-import os
-import random
 import sqlite3
-import threading
-import time
 import warnings
-import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, Final, Literal, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self
 
 import attrs
 
@@ -31,6 +26,7 @@ from hermes_sessions.backends import _sqlite_messages as writes
 from hermes_sessions.backends import _sqlite_schema as schema
 from hermes_sessions.backends import _sqlite_statements as statements
 from hermes_sessions.backends._common import apply_update, check_update
+from hermes_sessions.backends._sqlite_connections import Connections, Durability, guarded
 from hermes_sessions.backends._sqlite_rows import (
     ENTRY_COLUMNS,
     MESSAGE_COLUMNS,
@@ -44,7 +40,6 @@ from hermes_sessions.backends._sqlite_rows import (
 )
 from hermes_sessions.backends._sqlite_search import search as run_search
 from hermes_sessions.exceptions import (
-    BackendClosedError,
     LockTimeoutError,
     SessionNotFoundError,
     StorageError,
@@ -53,7 +48,7 @@ from hermes_sessions.protocols import Capabilities
 from hermes_sessions.queries import SessionPage, SessionSummary, encode_cursor
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
     from datetime import datetime, timedelta
     from types import TracebackType
 
@@ -61,53 +56,11 @@ if TYPE_CHECKING:
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
 
-__all__ = ["Durability", "SQLiteBackend"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-Durability = Literal["full", "normal"]
-
-_BUSY_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-_BACKOFF_BASE: Final = 0.005
-_BACKOFF_CAP: Final = 0.25
-_CHECKPOINT_WAIT_MS: Final = 100
-_sleep = time.sleep  # patched by tests to observe (and steer) the retry loop
-
-
-def _is_busy(error: sqlite3.Error) -> bool:
-    return (getattr(error, "sqlite_errorcode", 0) & 0xFF) in _BUSY_CODES
-
-
-class _Connection(sqlite3.Connection):
-    """A connection that can be weakly referenced, so dead threads' connections are freed."""
-
-
-def _guarded(
-    method: Callable[Concatenate[SQLiteBackend, P], R],
-) -> Callable[Concatenate[SQLiteBackend, P], R]:
-    """Refuse calls on a closed backend; wrap sqlite3 errors in ``StorageError``."""
-
-    @functools.wraps(method)
-    def wrapper(self: SQLiteBackend, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        if self._closed:
-            raise BackendClosedError(f"SQLite backend on {self.path}")
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.Error as error:
-            if self._closed:
-                raise BackendClosedError(f"SQLite backend on {self.path}") from error
-            raise StorageError(f"SQLite failed on {self.path}: {error}") from error
-
-    return wrapper
-
-
-def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(f"{attribute.name} must be a positive number, got {value!r}")
+__all__ = ["SQLiteBackend"]
 
 
 @attrs.define(eq=False)
-class SQLiteBackend:
+class SQLiteBackend(Connections):
     """Sessions, messages, routing and search in one SQLite database (WAL, FTS5).
 
     Args:
@@ -129,28 +82,14 @@ class SQLiteBackend:
     .. versionadded:: 0.1.0
     """
 
-    path: Path = attrs.field(converter=Path)
-    durability: Durability = attrs.field(
-        default="full", kw_only=True, validator=attrs.validators.in_(("full", "normal"))
-    )
-    busy_timeout: float = attrs.field(default=5.0, kw_only=True, validator=_positive)
-    retries: int = attrs.field(
-        default=5,
-        kw_only=True,
-        validator=[attrs.validators.instance_of(int), attrs.validators.ge(0)],
-    )
-    wal_size_limit: int | None = attrs.field(default=64 * 1024 * 1024, kw_only=True)
-    secure_delete: bool = attrs.field(default=True, kw_only=True)
-    _closed: bool = attrs.field(default=False, init=False)
     _fts: bool = attrs.field(default=True, init=False)
-    _local: threading.local = attrs.field(factory=threading.local, init=False)
-    _connections: weakref.WeakSet[_Connection] = attrs.field(factory=weakref.WeakSet, init=False)
-    _registry_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
-    _write_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
 
     def __attrs_post_init__(self) -> None:
         try:
             self._open()
+        except sqlite3.Error as error:
+            self.close()
+            raise StorageError(f"cannot open the SQLite database {self.path}: {error}") from error
         except BaseException:
             self.close()
             raise
@@ -173,7 +112,7 @@ class SQLiteBackend:
 
     def _open(self) -> None:
         self._create_files()
-        connection = self._run(self._connect_here, write=False, transaction=False)
+        connection = self._run(lambda c: c, write=False, transaction=False)
         version = self._run(schema.applied_version, write=False, transaction=False)
         schema.check_version(version, str(self.path))
         for pending in range(version + 1, schema.SCHEMA_VERSION + 1):
@@ -192,142 +131,11 @@ class SQLiteBackend:
             if schema.fts_state(connection) == "ready":
                 self._run(schema.mark_fts_stale, write=True)
 
-    def _create_files(self) -> None:
-        directory = self.path.parent
-        if not directory.exists():
-            directory.mkdir(mode=0o700, parents=True)
-        try:
-            # Create the file private before SQLite does; SQLite gives -wal and -shm its mode.
-            # Only a file that did not exist is opened here: closing a descriptor of a file
-            # that one of our connections has open would drop that connection's locks.
-            descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
-        except FileExistsError:
-            return
-        except OSError as error:
-            raise StorageError(f"cannot create the database {self.path}: {error}") from error
-        os.close(descriptor)
-
-    def _connect_here(self, _unused: object = None) -> sqlite3.Connection:
-        return self._connection()
-
-    def _connection(self) -> sqlite3.Connection:
-        """This thread's connection (a new one after a fork or in a new thread)."""
-        if self._closed:
-            raise BackendClosedError(f"SQLite backend on {self.path}")
-        local = self._local
-        connection: _Connection | None = getattr(local, "connection", None)
-        if connection is not None and local.pid == os.getpid():
-            return connection
-        connection = sqlite3.connect(
-            self.path,
-            timeout=self.busy_timeout,
-            isolation_level=None,
-            check_same_thread=False,
-            cached_statements=256,
-            factory=_Connection,
-        )
-        try:
-            self._configure(connection)
-        except BaseException:
-            connection.close()
-            raise
-        local.connection = connection
-        local.pid = os.getpid()
-        with self._registry_lock:
-            self._connections.add(connection)
-        return connection
-
-    def _configure(self, connection: sqlite3.Connection) -> None:
-        mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if mode != "wal":
-            raise StorageError(f"{self.path} cannot use WAL mode (journal mode {mode!r})")
-        synchronous = "FULL" if self.durability == "full" else "NORMAL"
-        limit = -1 if self.wal_size_limit is None else self.wal_size_limit
-        for pragma in (
-            f"synchronous = {synchronous}",
-            f"journal_size_limit = {limit}",
-            f"secure_delete = {'ON' if self.secure_delete else 'OFF'}",
-            "cache_size = -16000",
-            "temp_store = MEMORY",
-        ):
-            connection.execute(f"PRAGMA {pragma}")
-
-    # -- transactions ------------------------------------------------------------------------------
-
-    def _run(
-        self,
-        work: Callable[[sqlite3.Connection], R],
-        *,
-        write: bool,
-        transaction: bool = True,
-    ) -> R:
-        """Run ``work`` in a transaction, retrying with jittered backoff while the db is busy."""
-        if write:
-            with self._write_lock:
-                return self._attempts(work, "BEGIN IMMEDIATE")
-        return self._attempts(work, "BEGIN" if transaction else None)
-
-    def _attempts(self, work: Callable[[sqlite3.Connection], R], begin: str | None) -> R:
-        started = time.monotonic()
-        for attempt in range(self.retries + 1):
-            try:
-                connection = self._connection()
-                if begin is None:
-                    return work(connection)
-                connection.execute(begin)
-                try:
-                    result = work(connection)
-                    connection.execute("COMMIT")
-                except BaseException:
-                    if connection.in_transaction:
-                        connection.execute("ROLLBACK")
-                    raise
-            except sqlite3.OperationalError as error:
-                if not _is_busy(error):
-                    raise
-                if attempt == self.retries:
-                    waited = time.monotonic() - started
-                    raise LockTimeoutError(str(self.path), waited) from error
-                _sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))  # noqa: S311
-                continue
-            if begin == "BEGIN IMMEDIATE":
-                self._after_commit(connection)
-            return result
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _after_commit(self, connection: sqlite3.Connection) -> None:
-        """Checkpoint and truncate the WAL once it passes ``wal_size_limit``."""
-        if self.wal_size_limit is None:
-            return
-        try:
-            size = Path(f"{self.path}-wal").stat().st_size
-        except FileNotFoundError:
-            return
-        if size > self.wal_size_limit:
-            self._checkpoint(connection, "TRUNCATE", wait_ms=_CHECKPOINT_WAIT_MS)
-
-    def _checkpoint(self, connection: sqlite3.Connection, mode: str, *, wait_ms: int) -> bool:
-        connection.execute(f"PRAGMA busy_timeout = {wait_ms}")
-        try:
-            busy, _log, _done = connection.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
-        finally:
-            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        return not busy
-
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def capabilities(self) -> Capabilities:
         """Persistent, multi-process, searchable."""
         return Capabilities(persistent=True, multiprocess=True, search=True)
-
-    def close(self) -> None:
-        """Close every connection; later calls raise ``BackendClosedError``. Idempotent."""
-        self._closed = True
-        with self._write_lock, self._registry_lock:
-            connections = list(self._connections)
-            self._connections.clear()
-        for connection in connections:
-            connection.close()
 
     def __enter__(self) -> Self:
         return self
@@ -342,12 +150,12 @@ class SQLiteBackend:
 
     # -- routing index -----------------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def get_entry(self, key: str) -> SessionEntry | None:
         """Return the entry of ``key``, or ``None``."""
         return self._run(lambda c: statements.entry(c, key), write=False, transaction=False)
 
-    @_guarded
+    @guarded
     def put_entry(self, entry: SessionEntry, *, expected_revision: int | None) -> SessionEntry:
         """Store ``entry`` if the key's revision is ``expected_revision`` (compare-and-swap)."""
 
@@ -358,7 +166,7 @@ class SQLiteBackend:
 
         return self._run(work, write=True)
 
-    @_guarded
+    @guarded
     def delete_entry(self, key: str, *, expected_revision: int) -> None:
         """Remove the entry of ``key`` if its revision is ``expected_revision``."""
 
@@ -368,7 +176,7 @@ class SQLiteBackend:
 
         self._run(work, write=True)
 
-    @_guarded
+    @guarded
     def entries(self, *, session_id: str | None = None) -> list[SessionEntry]:
         """Return all entries, or those pointing at ``session_id``, in key order."""
         sql = f"SELECT {ENTRY_COLUMNS} FROM entries"
@@ -380,7 +188,7 @@ class SQLiteBackend:
         rows = self._run(lambda c: c.execute(sql, params).fetchall(), write=False)
         return [entry_from_row(row) for row in rows]
 
-    @_guarded
+    @guarded
     def record_activity(
         self, key: str, at: datetime, *, last_prompt_tokens: int | None = None
     ) -> SessionEntry | None:
@@ -399,17 +207,17 @@ class SQLiteBackend:
 
     # -- sessions ----------------------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def create_session(self, record: SessionRecord) -> SessionRecord:
         """Store a new session; an existing id returns the stored record unchanged."""
         return self._run(lambda c: statements.create(c, record), write=True)
 
-    @_guarded
+    @guarded
     def get_session(self, session_id: str) -> SessionRecord | None:
         """Return the record of ``session_id``, or ``None``."""
         return self._run(lambda c: statements.record(c, session_id), write=False, transaction=False)
 
-    @_guarded
+    @guarded
     def update_session(
         self,
         session_id: str,
@@ -435,17 +243,17 @@ class SQLiteBackend:
 
         return self._run(work, write=True)
 
-    @_guarded
+    @guarded
     def end_session(self, session_id: str, reason: str, *, at: datetime) -> SessionRecord:
         """End a session; the first reason wins."""
         return self._run(lambda c: statements.end(c, session_id, reason, at), write=True)
 
-    @_guarded
+    @guarded
     def reopen_session(self, session_id: str) -> SessionRecord:
         """Clear a session's end."""
         return self._run(lambda c: statements.reopen(c, session_id), write=True)
 
-    @_guarded
+    @guarded
     def delete_session(self, session_id: str) -> bool:
         """Delete a session, its messages and search rows; orphan its children."""
 
@@ -466,7 +274,7 @@ class SQLiteBackend:
 
         return self._run(work, write=True)
 
-    @_guarded
+    @guarded
     def list_sessions(self, query: SessionQuery) -> SessionPage:
         """Return one page of sessions matching ``query``."""
         sql, params = listing(query)
@@ -485,7 +293,7 @@ class SQLiteBackend:
 
     # -- messages ----------------------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def append_messages(
         self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
     ) -> list[Message]:
@@ -503,7 +311,7 @@ class SQLiteBackend:
 
         return self._run(work, write=True)
 
-    @_guarded
+    @guarded
     def get_messages(
         self,
         session_id: str,
@@ -539,7 +347,7 @@ class SQLiteBackend:
             rows.reverse()
         return [message_from_row(row, session_id) for row in rows]
 
-    @_guarded
+    @guarded
     def get_message(self, session_id: str, message_id: int) -> Message | None:
         """Return one message (active or not), or ``None``."""
         row = self._run(
@@ -553,7 +361,7 @@ class SQLiteBackend:
         )
         return None if row is None else message_from_row(row, session_id)
 
-    @_guarded
+    @guarded
     def find_message(self, session_id: str, platform_message_id: str) -> Message | None:
         """Return the message with this platform id in the session, or ``None``."""
         row = self._run(
@@ -567,7 +375,7 @@ class SQLiteBackend:
         )
         return None if row is None else message_from_row(row, session_id)
 
-    @_guarded
+    @guarded
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
         """Replace one message's fields, keeping its id; re-index it."""
         return self._run(
@@ -575,21 +383,21 @@ class SQLiteBackend:
             write=True,
         )
 
-    @_guarded
+    @guarded
     def replace_messages(self, session_id: str, batch: Sequence[Message]) -> list[Message]:
         """Replace the whole transcript atomically (new ids)."""
         return self._run(
             lambda c: writes.replace_all(c, session_id, batch, fts=self._fts), write=True
         )
 
-    @_guarded
+    @guarded
     def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:
         """Soft-delete or restore messages; return how many changed."""
         return self._run(
             lambda c: writes.set_active(c, session_id, message_ids, active=active), write=True
         )
 
-    @_guarded
+    @guarded
     def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Delete messages for good (and their search rows); return how many were deleted."""
         return self._run(
@@ -598,14 +406,14 @@ class SQLiteBackend:
 
     # -- the atomic rotation -----------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def apply(self, plan: RotationPlan) -> list[SessionEntry]:
         """Commit ``plan`` atomically: every precondition first, then every change."""
         return self._run(lambda c: statements.apply_plan(c, plan, fts=self._fts), write=True)
 
     # -- leases ------------------------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def acquire_lease(self, resource: str, holder: str, *, ttl: timedelta, now: datetime) -> bool:
         """Take or renew an exclusive lease until ``now + ttl``."""
 
@@ -623,7 +431,7 @@ class SQLiteBackend:
 
         return self._run(work, write=True)
 
-    @_guarded
+    @guarded
     def release_lease(self, resource: str, holder: str) -> None:
         """Release ``holder``'s lease on ``resource``."""
         self._run(
@@ -635,14 +443,14 @@ class SQLiteBackend:
 
     # -- search ------------------------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def search(self, query: SearchQuery) -> list[SearchHit]:
         """Search with FTS5 (or the shared matcher when this build has no FTS5)."""
         return self._run(lambda c: run_search(c, query, fts=self._fts), write=False)
 
     # -- maintenance -------------------------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def checkpoint(self, *, truncate: bool = True) -> bool:
         """Copy the write-ahead log into the database; return whether it completed.
 
@@ -654,7 +462,7 @@ class SQLiteBackend:
         with self._write_lock:
             return self._checkpoint(self._connection(), mode, wait_ms=wait)
 
-    @_guarded
+    @guarded
     def optimize(self) -> None:
         """Merge the full-text index into one segment and refresh the planner's statistics.
 
@@ -671,7 +479,7 @@ class SQLiteBackend:
         self._run(lambda c: c.execute("PRAGMA optimize"), write=False, transaction=False)
         self.checkpoint()
 
-    @_guarded
+    @guarded
     def vacuum(self) -> None:
         """Rebuild the database file compactly (``VACUUM``), then truncate the WAL.
 
@@ -682,7 +490,7 @@ class SQLiteBackend:
             self._attempts(lambda c: c.execute("VACUUM"), None)
         self.checkpoint()
 
-    @_guarded
+    @guarded
     def scrub(self) -> None:
         """Make deleted text unrecoverable from the files (for erasure requests).
 
@@ -697,7 +505,7 @@ class SQLiteBackend:
         if not self.checkpoint():
             raise LockTimeoutError(f"{self.path}-wal", self.busy_timeout)
 
-    @_guarded
+    @guarded
     def rebuild_index(self) -> int:
         """Rebuild the full-text index from the messages; return how many were indexed.
 
@@ -712,7 +520,7 @@ class SQLiteBackend:
 
         return self._run(work, write=True)
 
-    @_guarded
+    @guarded
     def integrity_check(self) -> list[str]:
         """Check the file, the full-text index and the counters; return the problems found.
 

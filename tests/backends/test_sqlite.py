@@ -1,0 +1,374 @@
+"""SQLiteBackend beyond the conformance suite: schema, FTS5, files, retries and maintenance."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import stat
+from datetime import timedelta
+
+import pytest
+
+from hermes_sessions.backends import SQLiteBackend
+from hermes_sessions.backends import _sqlite_schema as schema
+from hermes_sessions.backends.inmemory import InMemoryBackend
+from hermes_sessions.exceptions import (
+    BackendClosedError,
+    IncompatibleStoreError,
+    StorageError,
+)
+from hermes_sessions.queries import SearchQuery
+from hermes_sessions.testing._support import T0, minutes, say, seed
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    """Where the test's database lives (its directory does not exist yet)."""
+    return tmp_path / "data" / "state.db"
+
+
+@pytest.fixture
+def backend(db_path):
+    """A backend on ``db_path``, closed afterwards."""
+    with SQLiteBackend(db_path) as opened:
+        yield opened
+
+
+def found(backend, text, **filters):
+    """The contents of every hit of ``text`` over all roles and sources."""
+    filters.setdefault("roles", None)
+    filters.setdefault("exclude_sources", ())
+    hits = backend.search(SearchQuery(text=text, limit=None, **filters))
+    return sorted(str(hit.message.content) for hit in hits)
+
+
+def raw(path):
+    """A plain sqlite3 connection to the same file (closed by the caller)."""
+    return sqlite3.connect(path, isolation_level=None)
+
+
+# -- opening ---------------------------------------------------------------------------------------
+
+
+def test_in_home_opens_state_db(tmp_path, monkeypatch):
+    """in_home() opens <home>/state.db, under $HERMES_SESSIONS_HOME by default."""
+    monkeypatch.setenv("HERMES_SESSIONS_HOME", str(tmp_path / "home"))
+    with SQLiteBackend.in_home() as backend:
+        assert backend.path == tmp_path / "home" / "state.db"
+    with SQLiteBackend.in_home(tmp_path / "other", durability="normal") as backend:
+        assert backend.path == tmp_path / "other" / "state.db"
+        assert backend.durability == "normal"
+
+
+def test_files_are_created_private(db_path):
+    """The directory is created 0700 and the database, WAL and shared memory 0600."""
+    with SQLiteBackend(db_path) as backend:
+        seed(backend, "s1", None, say("hello"))
+        modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in db_path.parent.iterdir()}
+        assert stat.S_IMODE(db_path.parent.stat().st_mode) == 0o700
+        assert modes == {"state.db": 0o600, "state.db-wal": 0o600, "state.db-shm": 0o600}
+
+
+def test_repr_names_the_file(backend, db_path):
+    """The repr shows the path and durability, and says when the backend is closed."""
+    assert repr(backend) == f"<SQLiteBackend {str(db_path)!r} full>"
+    backend.close()
+    assert repr(backend) == f"<SQLiteBackend {str(db_path)!r} closed>"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"durability": "fast"}, {"busy_timeout": 0}, {"busy_timeout": True}, {"retries": -1}],
+)
+def test_bad_options_are_refused(db_path, options):
+    """Unknown durability, non-positive timeouts and negative retries raise ValueError."""
+    with pytest.raises((ValueError, TypeError)):
+        SQLiteBackend(db_path, **options)
+
+
+@pytest.mark.parametrize(("durability", "level"), [("full", 2), ("normal", 1)])
+def test_durability_sets_synchronous(db_path, durability, level):
+    """Full means PRAGMA synchronous=FULL (fsync per commit); normal means NORMAL."""
+    with SQLiteBackend(db_path, durability=durability) as backend:
+        connection = backend._connection()
+        assert connection.execute("PRAGMA synchronous").fetchone()[0] == level
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_unopenable_path_is_a_storage_error(tmp_path):
+    """A path SQLite cannot open raises StorageError with the sqlite3 error as its cause."""
+    (tmp_path / "state.db").mkdir()
+    with pytest.raises(StorageError) as info:
+        SQLiteBackend(tmp_path / "state.db")
+    assert isinstance(info.value.__cause__, sqlite3.Error)
+
+
+def test_failures_during_calls_are_storage_errors(backend):
+    """A sqlite3 error inside a call reaches the caller as StorageError."""
+    backend._connection().execute("DROP TABLE leases")
+    with pytest.raises(StorageError) as info:
+        backend.acquire_lease("r", "a", ttl=timedelta(minutes=1), now=T0)
+    assert isinstance(info.value.__cause__, sqlite3.OperationalError)
+
+
+def test_closed_backend_refuses_maintenance(backend):
+    """Maintenance methods also raise BackendClosedError after close."""
+    backend.close()
+    for call in (backend.optimize, backend.checkpoint, backend.integrity_check):
+        with pytest.raises(BackendClosedError):
+            call()
+
+
+# -- schema and migrations -------------------------------------------------------------------------
+
+
+def test_migrations_are_recorded_once(db_path):
+    """Every migration is recorded with its time; reopening applies nothing again."""
+    SQLiteBackend(db_path).close()
+    SQLiteBackend(db_path).close()
+    connection = raw(db_path)
+    rows = connection.execute("SELECT version, applied_at FROM schema_migrations").fetchall()
+    connection.close()
+    assert [version for version, _ in rows] == list(range(1, schema.SCHEMA_VERSION + 1))
+    assert all(applied.endswith("Z") for _, applied in rows)
+
+
+def test_newer_schema_is_refused(db_path):
+    """A database with a migration this library does not know raises IncompatibleStoreError."""
+    SQLiteBackend(db_path).close()
+    connection = raw(db_path)
+    connection.execute("INSERT INTO schema_migrations VALUES (99, '2030-01-01T00:00:00Z')")
+    connection.close()
+    with pytest.raises(IncompatibleStoreError) as info:
+        SQLiteBackend(db_path)
+    assert (info.value.found_version, info.value.supported_version) == (99, schema.SCHEMA_VERSION)
+
+
+def test_migrating_an_older_database_keeps_its_data(db_path):
+    """A database at version 1 is migrated on open; its messages stay searchable by time."""
+    with SQLiteBackend(db_path) as backend:
+        seed(backend, "s1", None, *(say(f"fig {n}", timestamp=minutes(n)) for n in range(3)))
+    connection = raw(db_path)
+    connection.execute("DROP TABLE message_blocks")
+    connection.execute("DROP TABLE meta")
+    connection.execute("DELETE FROM schema_migrations WHERE version = 2")
+    connection.close()
+    with SQLiteBackend(db_path) as backend:
+        newest = backend.search(SearchQuery(text="fig", order="newest", limit=1))
+        assert [hit.message.content for hit in newest] == ["fig 2"]
+        assert backend.integrity_check() == []
+
+
+def test_a_failing_migration_changes_nothing(db_path, monkeypatch):
+    """A migration that fails part-way is rolled back whole and the version stays."""
+    SQLiteBackend(db_path).close()
+    broken = (*schema.MIGRATIONS, ("CREATE TABLE half (x)", "CREATE TABLE oops ("))
+    monkeypatch.setattr(schema, "MIGRATIONS", broken)
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", len(broken))
+    with pytest.raises(StorageError):
+        SQLiteBackend(db_path)
+    connection = raw(db_path)
+    assert schema.applied_version(connection) == len(broken) - 1
+    assert connection.execute("SELECT name FROM sqlite_master WHERE name = 'half'").fetchall() == []
+    connection.close()
+
+
+# -- search ----------------------------------------------------------------------------------------
+
+HAN = "机器人学习飞书部署服务端配置修改模型的了是不"
+KANA = "とうきょうタワーにいきましたカナ"
+HANGUL = "서울에서회의가있습니다"
+LATIN = ["docker", "redis", "youer", "deploy", "net", "network", "the", "sp_new1", "P2.2"]
+SEPARATORS = [" ", "，", "。", "-", "\n", "", ""]
+
+
+def _rng(seed_value):
+    """A seeded generator for reproducible test data."""
+    return random.Random(seed_value)  # noqa: S311  # test data, not secrets
+
+
+def _mixed_corpus(seed_value, count):
+    """Short messages mixing CJK runs from a small alphabet with Latin words and punctuation."""
+    rng = _rng(seed_value)
+    alphabet = HAN + KANA + HANGUL
+    corpus = []
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(1, 6)):
+            if rng.random() < 0.3:
+                parts.append(rng.choice(LATIN))
+            else:
+                parts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 7))))
+            parts.append(rng.choice(SEPARATORS))
+        corpus.append("".join(parts))
+    return corpus
+
+
+def _is_cjk(char):
+    return char in HAN or char in KANA or char in HANGUL
+
+
+def test_cjk_substrings_have_exact_precision_and_recall(backend):
+    """Each 1-3 character CJK substring of a mixed corpus finds exactly its messages."""
+    corpus = _mixed_corpus(7, 150)
+    seed(backend, "s1", None, *(say(text) for text in corpus))
+    queries = {
+        text[start : start + width]
+        for text in corpus
+        for width in (1, 2, 3)
+        for start in range(len(text) - width + 1)
+        if all(_is_cjk(char) for char in text[start : start + width])
+    }
+    assert len(queries) > 500
+    for query in sorted(queries):
+        expected = sorted(text for text in corpus if query in text)
+        assert found(backend, query) == expected, query
+
+
+def test_latin_word_inside_chinese_is_found(backend):
+    """``youer`` finds 修改youer服务端."""
+    seed(backend, "s1", None, say("修改youer服务端"), say("you are here"))
+    assert found(backend, "youer") == ["修改youer服务端"]
+
+
+@pytest.fixture(scope="module")
+def twin_corpus(tmp_path_factory):
+    """The same mixed corpus in a SQLite backend and in the reference in-memory backend."""
+    corpus = _mixed_corpus(11, 120)
+    sqlite_backend = SQLiteBackend(tmp_path_factory.mktemp("twin") / "state.db")
+    reference = InMemoryBackend()
+    for target in (sqlite_backend, reference):
+        seed(target, "s1", None, *(say(text) for text in corpus))
+    yield sqlite_backend, reference
+    sqlite_backend.close()
+
+
+WORDS = [*LATIN, *HAN[:8], "机器", "器人", "学习", "タワー", "서울", "服务端", "dock", "the"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "docker redis",
+        "docker OR redis",
+        "docker redis OR youer",
+        "机器 -学习",
+        "NOT the 机",
+        "dock* 机",
+        '"机器人"',
+        "机器人 OR タワー -redis",
+        "net* -network",
+        "服务端，配置",
+        " ".join(f"w{n}" for n in range(80)),
+    ],
+)
+def test_fts_translation_agrees_with_the_matcher(twin_corpus, query):
+    """FTS5 with the parenthesised translation finds exactly what the shared matcher finds."""
+    sqlite_backend, reference = twin_corpus
+    assert found(sqlite_backend, query) == found(reference, query)
+
+
+def test_random_queries_agree_with_the_matcher(twin_corpus):
+    """Random AND/OR/NOT/prefix/phrase queries agree between FTS5 and the reference."""
+    rng = _rng(3)
+    sqlite_backend, reference = twin_corpus
+    for _ in range(300):
+        terms = []
+        for _ in range(rng.randint(1, 4)):
+            word = rng.choice(WORDS)
+            shape = rng.random()
+            if shape < 0.15:
+                word = f"-{word}"
+            elif shape < 0.3:
+                word = f"{word}*"
+            elif shape < 0.4:
+                word = f'"{word} {rng.choice(WORDS)}"'
+            terms.append(word)
+            if rng.random() < 0.3:
+                terms.append("OR")
+        query = " ".join(terms)
+        assert found(sqlite_backend, query) == found(reference, query), query
+
+
+def test_newest_and_oldest_pages_follow_message_time(db_path):
+    """newest/oldest order by message time across id blocks, whatever the insertion order."""
+    rng = _rng(5)
+    with SQLiteBackend(db_path) as backend:
+        seed(backend, "s1")
+        times = list(range(9000))
+        rng.shuffle(times[6000:])  # a late import of old messages, out of order
+        batch = []
+        for n, offset in enumerate(times):
+            timestamp = None if n % 997 == 0 else minutes(offset)
+            words = "kiwi" if n % 3 else "kiwi lime"
+            batch.append(say(f"{words} {n}", timestamp=timestamp))
+        stored = backend.append_messages("s1", batch)
+        reference = {"kiwi": stored, "lime": [m for m in stored if "lime" in str(m.content)]}
+        for word, matching in reference.items():
+            by_time = sorted(
+                matching, key=lambda m: (m.timestamp or minutes(-(10**7)), m.id), reverse=True
+            )
+            for order, expected in (("newest", by_time), ("oldest", by_time[::-1])):
+                for offset, limit in ((0, 5), (3, 20), (0, 1)):
+                    query = SearchQuery(text=word, order=order, limit=limit, offset=offset)
+                    hits = [hit.message.id for hit in backend.search(query)]
+                    assert hits == [m.id for m in expected[offset : offset + limit]], (
+                        order,
+                        offset,
+                    )
+                everything = SearchQuery(text=word, order=order, limit=None, offset=2)
+                assert [h.message.id for h in backend.search(everything)] == [
+                    m.id for m in expected[2:]
+                ]
+
+
+def test_ranked_hits_have_scores_and_snippets(backend):
+    """Ranked hits come best first with positive scores and marked snippets."""
+    seed(backend, "s1", None, say("grape " + "filler " * 40), say("grape grape grape harvest"))
+    hits = backend.search(SearchQuery(text="grape", offset=0))
+    assert hits[0].message.content == "grape grape grape harvest"
+    assert hits[0].score > hits[1].score > 0
+    assert hits[0].snippet.startswith(">>>grape<<<")
+    (second,) = backend.search(SearchQuery(text="grape", offset=1))
+    assert second.message.content.startswith("grape filler")
+
+
+def test_without_fts5_search_falls_back_with_one_warning(db_path, monkeypatch):
+    """Without FTS5 writes work and search matches like the reference, after one warning."""
+    monkeypatch.setattr(schema, "fts5_available", lambda _connection: False)
+    with pytest.warns(RuntimeWarning, match="no FTS5") as warned:
+        backend = SQLiteBackend(db_path)
+    # Any further warning would fail this test: pytest runs with -W error.
+    with backend:
+        seed(backend, "s1", None, say("修改youer服务端"), say("docker compose", role="assistant"))
+        (extra,) = backend.append_messages("s1", [say("飞书机器人", active=False)])
+        backend.replace_message("s1", extra.id, say("飞书机器人 redis", timestamp=minutes(5)))
+        assert found(backend, "youer") == ["修改youer服务端"]
+        assert found(backend, "机器 OR compose") == ["docker compose", "飞书机器人 redis"]
+        newest = backend.search(SearchQuery(text="redis OR docker", order="newest", limit=1))
+        assert [hit.message.content for hit in newest] == ["飞书机器人 redis"]
+        backend.delete_messages("s1", [extra.id])
+        assert found(backend, "redis") == []
+        assert backend.integrity_check() == []
+        assert backend.rebuild_index() == 0
+        backend.optimize()
+    assert len(warned) == 1
+    with sqlite3.connect(db_path) as connection:
+        assert schema.fts_state(connection) == "missing"
+
+
+def test_index_missed_without_fts5_is_rebuilt(db_path, monkeypatch):
+    """Messages written by a build without FTS5 are indexed when FTS5 is back."""
+    with SQLiteBackend(db_path) as backend:
+        seed(backend, "s1", None, say("walnut"))
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "fts5_available", lambda _connection: False)
+        with pytest.warns(RuntimeWarning):
+            backend = SQLiteBackend(db_path)
+        with backend:
+            backend.append_messages("s1", [say("pecan")])
+            backend.delete_messages("s1", [1])
+    with SQLiteBackend(db_path) as backend:
+        assert found(backend, "pecan") == ["pecan"]
+        assert found(backend, "walnut") == []
+        assert backend.integrity_check() == []
