@@ -38,9 +38,12 @@ __all__ = [
 ]
 
 
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
     """Compact JSON that keeps non-ASCII text readable in the file."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 # -- session records -------------------------------------------------------------------------------
