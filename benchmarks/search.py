@@ -58,7 +58,16 @@ def candidates(corpus: Corpus, rng: random.Random) -> dict[str, list[str]]:
     sample = random.Random(rng.random())
     english = [corpus.english_text(sample).rstrip(".?!").lower().split() for _ in range(400)]
     chinese = [corpus.chinese_text(sample) for _ in range(400)]
+    japanese = [corpus.japanese_text(sample).rstrip("。") for _ in range(400)]
     han = set(corpus.han)
+
+    def pieces(lines: list[str], width: int) -> list[str]:
+        found = []
+        for line in lines:
+            if len(line) > width:
+                start = sample.randrange(len(line) - width)
+                found.append(line[start : start + width])
+        return found
 
     def han_runs(width: int) -> list[str]:
         found = []
@@ -84,7 +93,7 @@ def candidates(corpus: Corpus, rng: random.Random) -> dict[str, list[str]]:
         "cjk-1": [rng.choice(corpus.han[150:]) for _ in range(300)],
         "cjk-2": han_runs(2),
         "cjk-3": han_runs(3),
-        "japanese": [rng.choice(KANA_WORDS) for _ in range(100)],
+        "japanese": pieces(japanese, 3) + pieces(japanese, 4) + list(KANA_WORDS),
         "mixed": [f"{rng.choice(TECH)} {piece}" for piece in han_runs(2)],
         "common": [*corpus.english[:15], *corpus.han[:15]],
     }
@@ -133,6 +142,9 @@ def run(backend: SQLiteBackend, raw: sqlite3.Connection, chosen: dict, repeats: 
         f"{'ours med/p95 ms':>18}{'raw med/p95 ms':>17}{'ratio':>7}"
     )
     for name, queries in chosen.items():
+        if not queries:
+            print(f"{name:<16}{0:>8}  (no query of this class fits the corpus)")
+            continue
         newest = name == "common"
         order = "newest" if newest else "rank"
         raw_sql = "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? " + (
@@ -185,6 +197,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, help="corpus size (default 1,000,000)")
     parser.add_argument("--db", type=Path, help="database file to build or reuse")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per query")
+    parser.add_argument(
+        "--optimize", action="store_true", help="run optimize() before the queries and time it"
+    )
     args = parser.parse_args()
     total = args.messages or (20_000 if args.quick else 1_000_000)
     per_class = 10 if args.quick else 25
@@ -204,6 +219,10 @@ def main() -> None:
                 sys.exit(f"{path} holds {stored:,} messages, not {total:,}; use another --db")
             else:
                 print(f"reusing {path} with {stored:,} messages")
+            if args.optimize:
+                started = time.perf_counter()
+                backend.optimize()
+                print(f"optimize(): {time.perf_counter() - started:,.1f} s")
             size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
             print(f"database: {size / 2**20:,.0f} MiB")
             raw = sqlite3.connect(path)

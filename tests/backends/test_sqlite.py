@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
+import os
 import random
+import signal
 import sqlite3
 import stat
+import subprocess
+import sys
+import threading
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
+import hermes_sessions
 from hermes_sessions.backends import SQLiteBackend
+from hermes_sessions.backends import _sqlite_connections as connections
 from hermes_sessions.backends import _sqlite_schema as schema
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.exceptions import (
     BackendClosedError,
     IncompatibleStoreError,
+    LockTimeoutError,
     StorageError,
 )
 from hermes_sessions.queries import SearchQuery
-from hermes_sessions.testing._support import T0, minutes, say, seed
+from hermes_sessions.testing._support import T0, minutes, record, say, seed
 
 
 @pytest.fixture
@@ -349,6 +360,15 @@ def test_without_fts5_search_falls_back_with_one_warning(db_path, monkeypatch):
         assert [hit.message.content for hit in newest] == ["飞书机器人 redis"]
         backend.delete_messages("s1", [extra.id])
         assert found(backend, "redis") == []
+        everything = SearchQuery(
+            text="docker", roles=None, exclude_sources=(), include_inactive=True
+        )
+        assert len(backend.search(everything)) == 1
+        backend.replace_messages("s1", [say("replaced kiwi")])
+        assert found(backend, "kiwi") == ["replaced kiwi"]
+        seed(backend, "s2", None, say("lime"))
+        assert backend.delete_session("s2")
+        assert found(backend, "lime") == []
         assert backend.integrity_check() == []
         assert backend.rebuild_index() == 0
         backend.optimize()
@@ -372,3 +392,354 @@ def test_index_missed_without_fts5_is_rebuilt(db_path, monkeypatch):
         assert found(backend, "pecan") == ["pecan"]
         assert found(backend, "walnut") == []
         assert backend.integrity_check() == []
+
+
+# -- concurrency, crashes and retries --------------------------------------------------------------
+
+
+def _append_in_process(path, worker, count):
+    """Append ``count`` messages one call at a time, redelivering every fifth one."""
+    with SQLiteBackend(path) as backend:
+        for n in range(count):
+            message = say(f"{worker}:{n}", platform_message_id=f"{worker}:{n}")
+            backend.append_messages("shared", [message], touch_at=minutes(n))
+            if n % 5 == 0:
+                backend.append_messages("shared", [message])
+
+
+@pytest.mark.slow
+def test_eight_processes_append_without_loss_or_duplicates(db_path):
+    """Eight processes appending at once: every message exactly once, no lock error."""
+    with SQLiteBackend(db_path) as backend:
+        seed(backend, "shared", "agent:main:telegram:dm:1")
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_append_in_process, args=(db_path, worker, 30))
+        for worker in range(8)
+    ]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join()
+    assert [process.exitcode for process in workers] == [0] * 8
+    with SQLiteBackend(db_path) as backend:
+        contents = [str(m.content) for m in backend.get_messages("shared")]
+        assert sorted(contents) == sorted(f"{w}:{n}" for w in range(8) for n in range(30))
+        record = backend.get_session("shared")
+        assert record is not None
+        assert record.message_count == 240
+        assert backend.integrity_check() == []
+
+
+_CRASH_WRITER = """
+import sys
+from hermes_sessions.backends import SQLiteBackend
+from hermes_sessions.models import Message
+
+backend = SQLiteBackend(sys.argv[1])
+n = 0
+while True:
+    (stored,) = backend.append_messages(
+        "s1", [Message(role="user", content=f"m{n} 飞书", platform_message_id=f"p{n}")]
+    )
+    print(stored.id, flush=True)
+    n += 1
+"""
+
+
+@pytest.mark.slow
+def test_killed_writer_loses_no_acknowledged_append(db_path):
+    """SIGKILL during appends: on reopen every acknowledged message is there exactly once."""
+    with SQLiteBackend(db_path) as backend:
+        seed(backend, "s1")
+    source = str(Path(hermes_sessions.__file__).resolve().parents[1])
+    environment = {**os.environ, "PYTHONPATH": source}
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _CRASH_WRITER, str(db_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
+    acknowledged = []
+    assert writer.stdout is not None
+    for line in writer.stdout:
+        acknowledged.append(int(line))
+        if len(acknowledged) == 150:
+            writer.send_signal(signal.SIGKILL)
+            break
+    writer.wait()
+    writer.stdout.close()
+    with SQLiteBackend(db_path) as backend:
+        stored = backend.get_messages("s1")
+        ids = [m.id for m in stored]
+        assert len(ids) == len(set(ids))
+        assert set(acknowledged) <= set(ids)
+        assert backend.integrity_check() == []
+        assert len(found(backend, "飞书")) == len(stored)
+
+
+def test_busy_database_is_retried_then_succeeds(db_path, monkeypatch):
+    """A write that finds the database locked is retried after a pause and succeeds."""
+    backend = SQLiteBackend(db_path, busy_timeout=0.01, retries=3)
+    blocker = raw(db_path)
+    blocker.execute("BEGIN IMMEDIATE")
+    pauses = []
+
+    def pause(seconds):
+        pauses.append(seconds)
+        if blocker.in_transaction:
+            blocker.execute("COMMIT")
+
+    monkeypatch.setattr(connections, "_sleep", pause)
+    with backend:
+        stored = backend.create_session(record("s1"))
+        assert backend.get_session("s1") == stored
+    blocker.close()
+    assert len(pauses) == 1
+    assert 0 <= pauses[0] <= 0.25
+
+
+def test_lock_held_too_long_raises_lock_timeout(db_path, monkeypatch):
+    """When every retry finds the database locked, the caller gets LockTimeoutError."""
+    backend = SQLiteBackend(db_path, busy_timeout=0.01, retries=2)
+    blocker = raw(db_path)
+    blocker.execute("BEGIN IMMEDIATE")
+    pauses = []
+    monkeypatch.setattr(connections, "_sleep", pauses.append)
+    with backend, pytest.raises(LockTimeoutError) as info:
+        backend.create_session(record("s1"))
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    assert len(pauses) == 2
+    assert info.value.resource == str(db_path)
+    assert isinstance(info.value.__cause__, sqlite3.OperationalError)
+
+
+def test_each_thread_uses_its_own_connection(backend):
+    """Threads get separate connections; a finished thread's connection is released."""
+    seen = []
+
+    def work():
+        seen.append(backend._connection())
+        backend.get_session("nope")
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert seen[0] is not backend._connection()
+    del seen[:]
+    gc.collect()
+    assert len(backend._connections) == 1
+
+
+def test_a_forked_child_opens_its_own_connection(backend):
+    """After fork the child uses a new connection, never the parent's."""
+    seed(backend, "s1")
+    parent = backend._connection()
+    child = os.fork()
+    if child == 0:  # pragma: no cover  # runs in the child; its exit code is the assertion
+        ok = backend._connection() is not parent and backend.get_session("s1") is not None
+        backend.append_messages("s1", [say("from the child")])
+        os._exit(0 if ok else 1)
+    _pid, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [m.content for m in backend.get_messages("s1")] == ["from the child"]
+
+
+# -- write-ahead log and maintenance ---------------------------------------------------------------
+
+
+def test_wal_stays_bounded_under_steady_writes(db_path):
+    """With readers running beside a steady writer, the WAL never grows far past its limit."""
+    limit = 256 * 1024
+    with SQLiteBackend(db_path, wal_size_limit=limit) as backend:
+        seed(backend, "s1")
+        wal = db_path.parent / "state.db-wal"
+        done = threading.Event()
+
+        def read():
+            while not done.is_set():
+                backend.get_messages("s1", limit=5, from_end=True)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        sizes = []
+        try:
+            for n in range(300):
+                backend.append_messages("s1", [say(f"{n} " + "filler text 飞书机器人 " * 40)])
+                sizes.append(wal.stat().st_size)
+        finally:
+            done.set()
+            reader.join()
+        # SQLite's own automatic checkpoint waits for 1,000 pages (4 MiB): far above the limit.
+        assert max(sizes) < limit + 64 * 1024
+        assert sizes.count(0) > 0
+
+
+def test_maintenance_keeps_data_and_finds_problems(backend):
+    """optimize, vacuum and checkpoint keep every message; integrity_check reports damage."""
+    seed(backend, "s1", None, *(say(f"kiwi {n}") for n in range(50)))
+    backend.optimize()
+    backend.vacuum()
+    assert backend.checkpoint()
+    assert backend.checkpoint(truncate=False)
+    assert len(found(backend, "kiwi")) == 50
+    assert backend.integrity_check() == []
+    connection = backend._connection()
+    connection.execute("UPDATE sessions SET message_count = 7")
+    connection.execute("DELETE FROM messages_fts WHERE rowid = 3")
+    connection.execute("INSERT INTO entries VALUES ('k', 'ghost', 1, 0, 0, NULL, '{}')")
+    problems = backend.integrity_check()
+    assert any("session s1: stored counts 7/0, actual 50/0" in p for p in problems)
+    assert any("1 messages unindexed" in p for p in problems)
+    assert any("points at missing session 'ghost'" in p for p in problems)
+    assert backend.rebuild_index() == 50
+    assert len(found(backend, "kiwi")) == 50
+
+
+def test_corrupt_fts_index_is_reported(backend):
+    """A full-text index that disagrees with its content fails integrity_check."""
+    seed(backend, "s1", None, say("kiwi"))
+    backend._connection().execute("UPDATE messages_fts_content SET c0 = 'lime' WHERE id = 1")
+    assert any("full-text index" in problem for problem in backend.integrity_check())
+
+
+@pytest.mark.parametrize("secure_delete", [True, False])
+def test_scrub_removes_deleted_text_from_the_files(db_path, secure_delete):
+    """After delete_session and scrub(), the deleted text is nowhere in the database files."""
+    secret = "zebrafish-password-4471"  # noqa: S105  # test data
+    with SQLiteBackend(db_path, secure_delete=secure_delete) as backend:
+        seed(backend, "keep", None, *(say(f"ordinary message {n}") for n in range(30)))
+        seed(backend, "gone", None, say(f"my secret is {secret} 秘密口令"))
+        backend.optimize()
+        backend.delete_session("gone")
+        backend.scrub()
+        data = b"".join(path.read_bytes() for path in db_path.parent.iterdir())
+        assert secret.encode() not in data
+        assert "秘密口令".encode() not in data
+        assert b"4471" not in data
+        assert len(found(backend, "ordinary")) == 30
+
+
+def test_replace_message_refuses_a_platform_id_of_another_message(backend):
+    """An edit may not take the platform id of another message in the session."""
+    seed(backend, "s1")
+    first, second = backend.append_messages(
+        "s1", [say("a", platform_message_id="p1"), say("b", platform_message_id="p2")]
+    )
+    with pytest.raises(ValueError, match="already belongs"):
+        backend.replace_message("s1", second.id, say("b2", platform_message_id="p1"))
+    assert backend.find_message("s1", "p1") == first
+
+
+def test_fts5_probe_reports_a_missing_module():
+    """The probe answers False when SQLite cannot create an FTS5 table."""
+
+    class NoFts5:
+        def execute(self, _sql):
+            raise sqlite3.OperationalError("no such module: fts5")
+
+    assert schema.fts5_available(NoFts5()) is False
+
+
+def test_migrations_and_index_builds_done_by_another_process_are_skipped(backend):
+    """Re-running an applied migration or building a ready index changes nothing."""
+    from hermes_sessions.backends import _sqlite_statements as statements  # noqa: PLC0415
+
+    connection = backend._connection()
+    statements.migrate(connection, version=1)
+    assert statements.build_index(connection) == 0
+    assert schema.applied_version(connection) == schema.SCHEMA_VERSION
+
+
+def test_plan_repointing_and_writing_one_key_matches_the_reference(backend):
+    """A plan that repoints a key and also writes it stores what the reference stores."""
+    from hermes_sessions.protocols import EntryWrite, RotationPlan  # noqa: PLC0415
+    from hermes_sessions.testing._support import entry_for  # noqa: PLC0415
+
+    key = "agent:main:telegram:dm:1"
+    reference = InMemoryBackend()
+    results = []
+    for target in (backend, reference):
+        seed(target, "a", key)
+        seed(target, "b")
+        plan = RotationPlan(
+            at=minutes(1),
+            repoint=[("a", "b")],
+            entries=[EntryWrite(entry=entry_for(key, "b", suspended=True), expected_revision=1)],
+        )
+        results.append(target.apply(plan))
+    assert results[0] == results[1]
+    assert backend.get_entry(key) == reference.get_entry(key)
+
+
+def test_scrub_refuses_to_report_success_while_an_old_reader_holds_the_wal(db_path):
+    """scrub() raises LockTimeoutError when a reader keeps the WAL from being truncated."""
+    with SQLiteBackend(db_path, busy_timeout=0.05) as backend:
+        seed(backend, "s1", None, say("kiwi"))
+        reader = raw(db_path)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM messages").fetchone()
+        try:
+            backend.append_messages("s1", [say("lime")])
+            with pytest.raises(LockTimeoutError):
+                backend.scrub()
+        finally:
+            reader.execute("COMMIT")
+            reader.close()
+        backend.scrub()
+
+
+def test_a_database_that_cannot_use_wal_is_refused(db_path, monkeypatch):
+    """If SQLite will not switch to WAL mode, opening fails and the connection is closed."""
+
+    class NoWal(connections._Connection):
+        def execute(self, sql, *args):
+            if sql.startswith("PRAGMA journal_mode"):
+                return super().execute("SELECT 'delete'")
+            return super().execute(sql, *args)
+
+    monkeypatch.setattr(connections, "_Connection", NoWal)
+    with pytest.raises(StorageError, match="cannot use WAL"):
+        SQLiteBackend(db_path)
+
+
+def test_a_file_that_cannot_be_created_is_a_storage_error(tmp_path):
+    """Creating the database under a plain file raises StorageError."""
+    (tmp_path / "plain").write_text("not a directory")
+    with pytest.raises(StorageError, match="cannot create"):
+        SQLiteBackend(tmp_path / "plain" / "state.db")
+
+
+def test_closing_during_a_call_raises_backend_closed(backend, monkeypatch):
+    """A call whose backend is closed under it raises BackendClosedError, not a sqlite3 error."""
+    from hermes_sessions.backends import _sqlite_statements as statements  # noqa: PLC0415
+
+    def close_first(connection, session_id):
+        backend.close()
+        return connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,))
+
+    monkeypatch.setattr(statements, "record", close_first)
+    with pytest.raises(BackendClosedError):
+        backend.get_session("s1")
+    with pytest.raises(BackendClosedError):
+        backend._connection()
+
+
+def test_wal_limit_can_be_left_to_sqlite(db_path):
+    """wal_size_limit=None leaves checkpoints to SQLite; writes work the same."""
+    with SQLiteBackend(db_path, wal_size_limit=None) as backend:
+        seed(backend, "s1", None, say("kiwi"))
+        assert found(backend, "kiwi") == ["kiwi"]
+
+
+def test_work_that_ended_its_own_transaction_is_not_rolled_back_twice(backend):
+    """An error after the transaction already ended propagates as it is."""
+
+    def work(connection):
+        connection.execute("ROLLBACK")
+        raise ZeroDivisionError
+
+    with pytest.raises(ZeroDivisionError):
+        backend._run(work, write=True)
+    assert backend.get_session("s1") is None

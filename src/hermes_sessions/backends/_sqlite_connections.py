@@ -198,10 +198,8 @@ class Connections:
         """Checkpoint and truncate the WAL once it passes ``wal_size_limit``."""
         if self.wal_size_limit is None:
             return
-        try:
-            size = Path(f"{self.path}-wal").stat().st_size
-        except FileNotFoundError:
-            return
+        # The log exists: this connection has it open (SQLite deletes it with the last one).
+        size = Path(f"{self.path}-wal").stat().st_size
         if size > self.wal_size_limit:
             self._checkpoint(connection, "TRUNCATE", wait_ms=_CHECKPOINT_WAIT_MS)
 
