@@ -572,8 +572,9 @@ def test_wal_stays_bounded_under_steady_writes(db_path):
             done.set()
             reader.join()
         # SQLite's own automatic checkpoint waits for 1,000 pages (4 MiB): far above the limit.
-        assert max(sizes) < limit + 64 * 1024
-        assert sizes.count(0) > 0
+        # A truncation that meets a reader is retried at the next commit, hence the slack.
+        assert max(sizes) < 2 * limit
+        assert sizes.count(0) >= 3
 
 
 def test_maintenance_keeps_data_and_finds_problems(backend):

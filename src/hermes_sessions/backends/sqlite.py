@@ -384,10 +384,10 @@ class SQLiteBackend(Connections):
         )
 
     @guarded
-    def replace_messages(self, session_id: str, batch: Sequence[Message]) -> list[Message]:
+    def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         """Replace the whole transcript atomically (new ids)."""
         return self._run(
-            lambda c: writes.replace_all(c, session_id, batch, fts=self._fts), write=True
+            lambda c: writes.replace_all(c, session_id, messages, fts=self._fts), write=True
         )
 
     @guarded
