@@ -89,7 +89,14 @@ def test_repr_names_the_file(backend, db_path):
 
 @pytest.mark.parametrize(
     "options",
-    [{"durability": "fast"}, {"busy_timeout": 0}, {"busy_timeout": True}, {"retries": -1}],
+    [
+        {"durability": "fast"},
+        {"busy_timeout": 0},
+        {"busy_timeout": True},
+        {"retries": -1},
+        {"wal_size_limit": 0},
+        {"secure_delete": "yes"},
+    ],
 )
 def test_bad_options_are_refused(db_path, options):
     """Unknown durability, non-positive timeouts and negative retries raise ValueError."""
@@ -708,8 +715,9 @@ def test_a_database_that_cannot_use_wal_is_refused(db_path, monkeypatch):
 def test_a_file_that_cannot_be_created_is_a_storage_error(tmp_path):
     """Creating the database under a plain file raises StorageError."""
     (tmp_path / "plain").write_text("not a directory")
-    with pytest.raises(StorageError, match="cannot create"):
-        SQLiteBackend(tmp_path / "plain" / "state.db")
+    for path in (tmp_path / "plain" / "state.db", tmp_path / "plain" / "deeper" / "state.db"):
+        with pytest.raises(StorageError, match="cannot create"):
+            SQLiteBackend(path)
 
 
 def test_closing_during_a_call_raises_backend_closed(backend, monkeypatch):

@@ -72,6 +72,11 @@ def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object)
         raise ValueError(f"{attribute.name} must be a positive number, got {value!r}")
 
 
+def _optional_size(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{attribute.name} must be a positive number of bytes or None")
+
+
 @attrs.define(eq=False)
 class Connections:
     """The connections of one backend object (see the module docstring)."""
@@ -86,8 +91,14 @@ class Connections:
         kw_only=True,
         validator=[attrs.validators.instance_of(int), attrs.validators.ge(0)],
     )
-    wal_size_limit: int | None = attrs.field(default=64 * 1024 * 1024, kw_only=True)
-    secure_delete: bool = attrs.field(default=True, kw_only=True)
+    wal_size_limit: int | None = attrs.field(
+        default=64 * 1024 * 1024,
+        kw_only=True,
+        validator=_optional_size,
+    )
+    secure_delete: bool = attrs.field(
+        default=True, kw_only=True, validator=attrs.validators.instance_of(bool)
+    )
     _closed: bool = attrs.field(default=False, init=False)
     _local: threading.local = attrs.field(factory=threading.local, init=False)
     _connections: weakref.WeakSet[_Connection] = attrs.field(factory=weakref.WeakSet, init=False)
@@ -96,9 +107,9 @@ class Connections:
 
     def _create_files(self) -> None:
         directory = self.path.parent
-        if not directory.exists():
-            directory.mkdir(mode=0o700, parents=True)
         try:
+            if not directory.exists():
+                directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             # Create the file private before SQLite does; SQLite gives -wal and -shm its mode.
             # Only a file that did not exist is opened here: closing a descriptor of a file
             # that one of our connections has open would drop that connection's locks.
