@@ -547,10 +547,13 @@ def test_a_forked_child_opens_its_own_connection(backend):
     if child == 0:  # pragma: no cover  # runs in the child; its exit code is the assertion
         ok = backend._connection() is not parent and backend.get_session("s1") is not None
         backend.append_messages("s1", [say("from the child")])
+        backend.close()  # closes the child's connection only
         os._exit(0 if ok else 1)
     _pid, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert [m.content for m in backend.get_messages("s1")] == ["from the child"]
+    assert backend._connection() is parent
+    backend.append_messages("s1", [say("from the parent")])
+    assert [m.content for m in backend.get_messages("s1")] == ["from the child", "from the parent"]
 
 
 # -- write-ahead log and maintenance ---------------------------------------------------------------

@@ -47,7 +47,18 @@ def _is_busy(error: sqlite3.Error) -> bool:
 
 
 class _Connection(sqlite3.Connection):
-    """A connection that can be weakly referenced, so dead threads' connections are freed."""
+    """A connection that knows its process and can be weakly referenced.
+
+    Weak references let a finished thread's connection be freed; the process id keeps a forked
+    child from using, or closing, its parent's connections.
+    """
+
+    pid: int
+
+
+_INHERITED: list[sqlite3.Connection] = []
+"""Connections a forked child inherited. Never used and never closed: closing one could make
+SQLite in the child release or reset state (locks, the WAL) that the parent still relies on."""
 
 
 def guarded(method: Callable[Concatenate[C, P], R]) -> Callable[Concatenate[C, P], R]:
@@ -126,8 +137,11 @@ class Connections:
             raise BackendClosedError(f"SQLite backend on {self.path}")
         local = self._local
         connection: _Connection | None = getattr(local, "connection", None)
-        if connection is not None and local.pid == os.getpid():
-            return connection
+        if connection is not None:
+            if connection.pid == os.getpid():
+                return connection
+            # In a forked child (tested; coverage data is not saved there).
+            _INHERITED.append(connection)  # pragma: no cover
         connection = sqlite3.connect(
             self.path,
             timeout=self.busy_timeout,
@@ -141,8 +155,8 @@ class Connections:
         except BaseException:
             connection.close()
             raise
+        connection.pid = os.getpid()
         local.connection = connection
-        local.pid = os.getpid()
         with self._registry_lock:
             self._connections.add(connection)
         return connection
@@ -229,4 +243,7 @@ class Connections:
             connections = list(self._connections)
             self._connections.clear()
         for connection in connections:
-            connection.close()
+            if connection.pid == os.getpid():
+                connection.close()
+            else:  # pragma: no cover  # in a forked child (tested; coverage is not saved there)
+                _INHERITED.append(connection)
