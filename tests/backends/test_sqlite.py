@@ -340,6 +340,18 @@ def test_newest_and_oldest_pages_follow_message_time(db_path):
                 ]
 
 
+def test_soft_delete_and_restore_keep_the_index_in_step(backend):
+    """Soft-deleted messages are found only with include_inactive, and again once restored."""
+    seed(backend, "s1")
+    (message,) = backend.append_messages("s1", [say("papaya 木瓜")])
+    backend.set_active("s1", [message.id], active=False)
+    assert found(backend, "木瓜") == []
+    assert found(backend, "木瓜", include_inactive=True) == ["papaya 木瓜"]
+    backend.set_active("s1", [message.id], active=True)
+    assert found(backend, "papaya") == ["papaya 木瓜"]
+    assert backend.integrity_check() == []
+
+
 def test_ranked_hits_have_scores_and_snippets(backend):
     """Ranked hits come best first with positive scores and marked snippets."""
     seed(backend, "s1", None, say("grape " + "filler " * 40), say("grape grape grape harvest"))

@@ -229,10 +229,9 @@ def rebuild_fts(connection: sqlite3.Connection, tokens_of: Callable[[Any], str])
     ``tokens_of`` maps a ``(id, active, body)`` row of ``messages`` to its FTS document; it is
     passed in so that this module needs no message decoding.
     """
-    if fts_state(connection) == "missing":
-        connection.execute(_CREATE_FTS)
-    else:
-        connection.execute(f"DELETE FROM {FTS_TABLE}")
+    if fts_state(connection) != "missing":
+        connection.execute(f"DROP TABLE {FTS_TABLE}")  # faster than deleting row by row
+    connection.execute(_CREATE_FTS)
     count = 0
     cursor = connection.execute("SELECT id, active, body FROM messages ORDER BY id")
     while batch := cursor.fetchmany(1000):
