@@ -13,6 +13,9 @@ Every side writes the same generated messages (English, Chinese, Japanese, mixed
   It writes far fewer index entries (a CJK run is one token, which is why it cannot find one or
   two characters inside a run), so it is not a like-for-like baseline.
 
+The backend and the like-for-like baseline each run twice, alternating, on fresh files; the
+faster round of each counts.
+
     python benchmarks/sqlite_append.py --quick   # 20,000 messages
     python benchmarks/sqlite_append.py           # 200,000 messages
 """
@@ -145,9 +148,15 @@ def main() -> None:
     args = parser.parse_args()
     total = args.messages or (20_000 if args.quick else 200_000)
     work = batches(total)
+    ours = raw = 0.0
     with tempfile.TemporaryDirectory() as scratch:
-        raw = same_schema_rate(Path(scratch), work)
-        ours = backend_rate(Path(scratch), work)
+        # Two alternating rounds on fresh files; the best round of each side counts, so a
+        # burst of load from elsewhere on the machine does not decide the ratio.
+        for round_number in range(2):
+            directory = Path(scratch) / str(round_number)
+            directory.mkdir()
+            raw = max(raw, same_schema_rate(directory, work))
+            ours = max(ours, backend_rate(directory, work))
         naive = naive_rate(Path(scratch), work)
     ratio = ours / raw
     verdict = "met" if ratio >= 0.5 else "MISSED"
