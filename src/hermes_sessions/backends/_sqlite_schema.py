@@ -27,14 +27,18 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = [
+    "BLOCK_SHIFT",
     "FTS_TABLE",
     "MIGRATIONS",
+    "NO_TIME",
     "SCHEMA_VERSION",
     "applied_version",
     "apply_migration",
+    "check_version",
     "from_us",
     "fts5_available",
     "fts_state",
+    "mark_fts_stale",
     "message_tokens",
     "rebuild_fts",
     "to_us",
