@@ -15,6 +15,7 @@ from hermes_sessions import (
     SessionRecord,
     SessionSource,
 )
+from hermes_sessions.models import stamped
 
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
 
@@ -152,3 +153,12 @@ def test_models_are_frozen():
     message = Message(role="user", content="hi")
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         message.content = "changed"  # type: ignore[misc]
+
+
+def test_stamped_fills_library_fields_and_keeps_the_rest():
+    """The internal stamping copy sets id, session id and time and keeps every other field."""
+    message = Message(role="user", content="hi", sender_id="u", extra={"k": [1]})
+    copy = stamped(message, message_id=7, session_id="s1", timestamp=NOW)
+    assert copy == attrs.evolve(message, id=7, session_id="s1", timestamp=NOW)
+    assert stamped(message) == message
+    assert stamped(message) is not message

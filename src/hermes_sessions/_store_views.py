@@ -487,8 +487,9 @@ class StoreViews:
         other people also spoke in it (a shared thread the user started): there, as in every
         other session, only the messages the user sent (``sender_id``) are deleted and the
         user's id is cleared from the record. This reads every transcript, so it is slow on
-        large stores; a backend that keeps deleted text in its files until maintenance (SQLite)
-        is purged afterwards.
+        large stores. A backend that keeps deleted text in its files until maintenance offers a
+        ``scrub()`` method (SQLite does: it merges the search index and truncates the
+        write-ahead log); it is called at the end, so the erased text is gone from the files.
         """
         deleted_sessions: list[str] = []
         removed_keys: list[str] = []
@@ -509,9 +510,9 @@ class StoreViews:
                 deleted_messages += self.backend.delete_messages(record.id, sent)
             if record.user_id == user_id:
                 self.backend.update_session(record.id, values={"user_id": None})
-        purge = getattr(self.backend, "purge", None)
-        if callable(purge):
-            purge()
+        scrub = getattr(self.backend, "scrub", None)  # optional: make deleted text unrecoverable
+        if callable(scrub):
+            scrub()
         return EraseReport(
             user_id=user_id,
             sessions=tuple(sorted(deleted_sessions)),

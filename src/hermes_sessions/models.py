@@ -245,6 +245,34 @@ class Message:
 MESSAGE_FIELDS: Final = frozenset(a.name for a in attrs.fields(Message)) - {"extra"}
 """Attribute names of :class:`Message` that are not free-form ``extra`` keys."""
 
+_ALL_MESSAGE_FIELDS: Final = tuple(field.name for field in attrs.fields(Message))
+
+
+def stamped(
+    message: Message,
+    *,
+    message_id: int | None = None,
+    session_id: str | None = None,
+    timestamp: datetime | None = None,
+) -> Message:
+    """``message`` with the fields the library assigns filled in, without re-validating it.
+
+    ``attrs.evolve`` runs every validator again, a large share of the cost of an append. The
+    message was validated when it was built, and the values set here come from the library
+    itself (an id it assigned, a session id it stored, an aware time from its clock), so they
+    are copied over directly. ``None`` leaves a field as it is. For library internals only.
+    """
+    new = object.__new__(Message)
+    for name in _ALL_MESSAGE_FIELDS:
+        object.__setattr__(new, name, getattr(message, name))
+    if message_id is not None:
+        object.__setattr__(new, "id", message_id)
+    if session_id is not None:
+        object.__setattr__(new, "session_id", session_id)
+    if timestamp is not None:
+        object.__setattr__(new, "timestamp", timestamp)
+    return new
+
 
 # -- routing entries and session records -----------------------------------------------------------
 

@@ -31,7 +31,13 @@ from hermes_sessions.exceptions import (
 )
 from hermes_sessions.ids import new_session_id, validate_session_id
 from hermes_sessions.keys import KeyPolicy
-from hermes_sessions.models import Message, ResetDecision, SessionEntry, SessionRecord
+from hermes_sessions.models import (
+    Message,
+    ResetDecision,
+    SessionEntry,
+    SessionRecord,
+    stamped,
+)
 from hermes_sessions.policy import ResetPolicies, evaluate_reset
 from hermes_sessions.protocols import Backend, Clock, EntryWrite, RotationPlan
 from hermes_sessions.titles import MAX_TITLE_LENGTH, next_title_in_lineage, sanitize_title
@@ -350,7 +356,7 @@ class SessionStore(StoreViews):
         validate_session_id(session_id)
         now = self.clock.now()
         prepared = [
-            self.redact(m if m.timestamp is not None else attrs.evolve(m, timestamp=now))
+            self.redact(m if m.timestamp is not None else stamped(m, timestamp=now))
             for m in messages
         ]
         return self.backend.append_messages(session_id, prepared, touch_at=now if touch else None)

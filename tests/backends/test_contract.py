@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hermes_sessions.backends.inmemory import InMemoryBackend
+from hermes_sessions.backends.sqlite import SQLiteBackend
 from hermes_sessions.testing import BackendContract
 
 if TYPE_CHECKING:
@@ -18,3 +19,11 @@ class TestInMemoryBackend(BackendContract):
         """A fresh in-memory backend (it keeps no files)."""
         del directory
         return InMemoryBackend()
+
+
+class TestSQLiteBackend(BackendContract):
+    """The SQLite backend, on a file in the test's fresh directory."""
+
+    def make_backend(self, directory: Path) -> SQLiteBackend:
+        """A backend on ``<directory>/state.db`` (reopening reaches the same data)."""
+        return SQLiteBackend(directory / "state.db")

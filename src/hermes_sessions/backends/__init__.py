@@ -14,11 +14,15 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from hermes_sessions.backends.inmemory import InMemoryBackend
+    from hermes_sessions.backends.sqlite import SQLiteBackend
     from hermes_sessions.protocols import Backend
 
-__all__ = ["InMemoryBackend", "open_backend"]
+__all__ = ["InMemoryBackend", "SQLiteBackend", "open_backend"]
 
-_MODULES = {"InMemoryBackend": "hermes_sessions.backends.inmemory"}
+_MODULES = {
+    "InMemoryBackend": "hermes_sessions.backends.inmemory",
+    "SQLiteBackend": "hermes_sessions.backends.sqlite",
+}
 
 
 def open_backend(kind: str, home: Path | None = None) -> Backend:
@@ -31,6 +35,10 @@ def open_backend(kind: str, home: Path | None = None) -> Backend:
 
         del home  # nothing to keep
         return InMemoryBackend()
+    if kind == "sqlite":
+        from hermes_sessions.backends.sqlite import SQLiteBackend  # noqa: PLC0415
+
+        return SQLiteBackend.in_home(home)
     raise ValueError(f"unknown backend {kind!r}; choose 'sqlite', 'jsonl' or 'memory'")
 
 

@@ -25,7 +25,7 @@ from hermes_sessions.backends._common import (
     touched_entry,
 )
 from hermes_sessions.exceptions import BackendClosedError, ConflictError, SessionNotFoundError
-from hermes_sessions.models import Message, SessionEntry, SessionRecord
+from hermes_sessions.models import Message, SessionEntry, SessionRecord, stamped
 from hermes_sessions.protocols import Capabilities
 from hermes_sessions.queries import (
     SearchHit,
@@ -289,7 +289,7 @@ class InMemoryBackend:
                 if platform_id in batch:
                     stored.append(batch[platform_id])
                     continue
-            new = attrs.evolve(message, id=transcript.next_id, session_id=transcript.record.id)
+            new = stamped(message, message_id=transcript.next_id, session_id=transcript.record.id)
             transcript.next_id += 1
             transcript.messages[new.id] = new  # type: ignore[index]  # id was just set
             if platform_id is not None:

@@ -1,0 +1,237 @@
+"""Search latency of SQLiteBackend on a generated corpus, against raw FTS5 queries in the same run.
+
+Builds a database of generated messages (English, Chinese, Japanese and mixed text with Zipf
+frequencies; 1,000,000 by default, 20,000 with --quick) through the backend's own API, then runs
+a fixed, seeded query mix. Ranked classes keep only queries matching at most 10,000 messages; the
+``common`` class holds the most frequent terms (more matches) and is run with order="newest".
+Each class reports the backend's median and p95 (search with default filters, 20 hits with
+snippets) beside the same FTS5 MATCH run directly with sqlite3 (the raw baseline).
+
+    python benchmarks/search.py --quick
+    python benchmarks/search.py                 # 1,000,000 messages, several minutes
+    python benchmarks/search.py --db /tmp/s.db  # keep the database; a later run reuses it
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _data.corpus import KANA_WORDS, TECH, Corpus
+
+from hermes_sessions import text
+from hermes_sessions.backends import SQLiteBackend
+from hermes_sessions.backends._sqlite_search import fts_query
+from hermes_sessions.models import Message, SessionRecord
+from hermes_sessions.protocols import RotationPlan
+from hermes_sessions.queries import SearchQuery
+
+RANKED_LIMIT = 10_000  # ranked queries must match at most this many messages (DESIGN §11)
+
+
+def build(backend: SQLiteBackend, corpus: Corpus, total: int) -> float:
+    """Append ``total`` messages, one transaction per session; return the seconds it took."""
+    started = time.perf_counter()
+    for number, source, rows in corpus.sessions(total):
+        record = SessionRecord(
+            id=f"s{number:07d}", source=source, started_at=rows[0][2], user_id=f"u{number % 97}"
+        )
+        messages = [Message(role=role, content=body, timestamp=at) for role, body, at in rows]
+        backend.apply(RotationPlan(at=rows[0][2], create=record, messages=messages))
+        if number % 2000 == 0 and number:
+            done = number * 50
+            rate = done / (time.perf_counter() - started)
+            print(f"  ... {done:,} messages ({rate:,.0f} msg/s)", flush=True)
+    return time.perf_counter() - started
+
+
+def candidates(corpus: Corpus, rng: random.Random) -> dict[str, list[str]]:
+    """Candidate queries per class (more than needed; filtered by match count later)."""
+    sample = random.Random(rng.random())
+    english = [corpus.english_text(sample).rstrip(".?!").lower().split() for _ in range(400)]
+    chinese = [corpus.chinese_text(sample) for _ in range(400)]
+    japanese = [corpus.japanese_text(sample).rstrip("。") for _ in range(400)]
+    han = set(corpus.han)
+
+    def pieces(lines: list[str], width: int) -> list[str]:
+        found = []
+        for line in lines:
+            if len(line) > width:
+                start = sample.randrange(len(line) - width)
+                found.append(line[start : start + width])
+        return found
+
+    def han_runs(width: int) -> list[str]:
+        found = []
+        for line in chinese:
+            start = sample.randrange(max(1, len(line) - width))
+            piece = line[start : start + width]
+            if len(piece) == width and all(char in han for char in piece):
+                found.append(piece)
+        return found
+
+    return {
+        "latin-rare": [rng.choice(corpus.english[1_000:]) for _ in range(300)],
+        "latin-common": [rng.choice(corpus.english[30:600]) for _ in range(300)],
+        "phrase": [
+            '"{} {}"'.format(*words[i : i + 2])
+            for words in english
+            if len(words) > 2
+            for i in [sample.randrange(len(words) - 2)]
+        ],
+        "prefix": [
+            word[:4] + "*" for word in rng.sample(corpus.english[200:5_000], 300) if len(word) > 5
+        ],
+        "cjk-1": [rng.choice(corpus.han[150:]) for _ in range(300)],
+        "cjk-2": han_runs(2),
+        "cjk-3": han_runs(3),
+        "japanese": pieces(japanese, 3) + pieces(japanese, 4) + list(KANA_WORDS),
+        "mixed": [f"{rng.choice(TECH)} {piece}" for piece in han_runs(2)],
+        "common": [*corpus.english[:15], *corpus.han[:15]],
+    }
+
+
+def count(raw: sqlite3.Connection, query: str) -> int:
+    """How many messages a query matches (all roles and sources), straight from FTS5."""
+    match = fts_query(text.parse_query(query))
+    sql = "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?"
+    return int(raw.execute(sql, (match,)).fetchone()[0])
+
+
+def choose(raw: sqlite3.Connection, pool: dict[str, list[str]], per_class: int) -> dict:
+    """Keep ``per_class`` queries per class: ranked ones match 1..10,000 messages."""
+    chosen: dict[str, list[tuple[str, int]]] = {}
+    for name, queries in pool.items():
+        kept: list[tuple[str, int]] = []
+        for query in dict.fromkeys(queries):
+            matches = count(raw, query)
+            if name == "common" or 0 < matches <= RANKED_LIMIT:
+                kept.append((query, matches))
+            if len(kept) == per_class:
+                break
+        chosen[name] = kept
+    return chosen
+
+
+def timed(call) -> float:  # noqa: ANN001  # any zero-argument callable
+    """Milliseconds one call takes."""
+    started = time.perf_counter()
+    call()
+    return (time.perf_counter() - started) * 1000
+
+
+def p95(samples: list[float]) -> float:
+    """The 95th percentile of ``samples``."""
+    return statistics.quantiles(samples, n=20, method="inclusive")[-1]
+
+
+def run(backend: SQLiteBackend, raw: sqlite3.Connection, chosen: dict, repeats: int) -> None:
+    """Time every class and print one line per class plus the overall figures."""
+    ranked_ours: list[float] = []
+    ranked_raw: list[float] = []
+    print(
+        f"{'class':<16}{'queries':>8}{'matches med/max':>18}{'hits':>6}"
+        f"{'ours med/p95 ms':>18}{'raw med/p95 ms':>17}{'ratio':>7}"
+    )
+    for name, queries in chosen.items():
+        if not queries:
+            print(f"{name:<16}{0:>8}  (no query of this class fits the corpus)")
+            continue
+        newest = name == "common"
+        order = "newest" if newest else "rank"
+        raw_sql = "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? " + (
+            "ORDER BY rowid DESC LIMIT 20" if newest else "ORDER BY rank LIMIT 20"
+        )
+        ours: list[float] = []
+        baseline: list[float] = []
+        hits = []
+        for query, _matches in queries:
+            search = SearchQuery(text=query, order=order, limit=20)
+            match = fts_query(text.parse_query(query))
+            hits.append(len(backend.search(search)))  # warm-up
+            raw.execute(raw_sql, (match,)).fetchall()
+            for _ in range(repeats):
+                ours.append(timed(lambda s=search: backend.search(s)))
+                baseline.append(timed(lambda m=match, q=raw_sql: raw.execute(q, (m,)).fetchall()))
+        matches = [m for _q, m in queries]
+        if not newest:
+            ranked_ours += ours
+            ranked_raw += baseline
+        print(
+            f"{name + (' (newest)' if newest else ''):<16}{len(queries):>8}"
+            f"{statistics.median(matches):>10,.0f}/{max(matches):>7,}"
+            f"{statistics.mean(hits):>6.1f}"
+            f"{statistics.median(ours):>10.2f}/{p95(ours):>7.2f}"
+            f"{statistics.median(baseline):>10.2f}/{p95(baseline):>6.2f}"
+            f"{statistics.median(ours) / statistics.median(baseline):>7.1f}"
+        )
+        if newest:
+            verdict(f"common terms, newest, limit 20 ({len(queries)} queries)", ours, baseline)
+    verdict("all ranked classes", ranked_ours, ranked_raw)
+
+
+def verdict(label: str, ours: list[float], baseline: list[float]) -> None:
+    """Print median/p95 against the targets (median < 10 ms, p95 < 50 ms)."""
+    median, high = statistics.median(ours), p95(ours)
+    ok = "met" if median < 10 and high < 50 else "MISSED"
+    print(
+        f"{label}: median {median:.2f} ms, p95 {high:.2f} ms "
+        f"(raw FTS5: median {statistics.median(baseline):.2f} ms, p95 {p95(baseline):.2f} ms; "
+        f"ratio {median / statistics.median(baseline):.1f}); "
+        f"target median < 10 ms and p95 < 50 ms: {ok}"
+    )
+
+
+def main() -> None:
+    """Build (or reuse) the corpus database and run the query mix."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="20,000 messages (CI smoke test)")
+    parser.add_argument("--messages", type=int, help="corpus size (default 1,000,000)")
+    parser.add_argument("--db", type=Path, help="database file to build or reuse")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per query")
+    parser.add_argument(
+        "--optimize", action="store_true", help="run optimize() before the queries and time it"
+    )
+    args = parser.parse_args()
+    total = args.messages or (20_000 if args.quick else 1_000_000)
+    per_class = 10 if args.quick else 25
+    with tempfile.TemporaryDirectory() as scratch:
+        path = args.db or Path(scratch) / "state.db"
+        corpus = Corpus()
+        with SQLiteBackend(path) as backend:
+            stored = backend._connection().execute("SELECT count(*) FROM messages").fetchone()[0]  # noqa: SLF001
+            if stored == 0:
+                print(f"building {total:,} messages in {path} ...", flush=True)
+                seconds = build(backend, corpus, total)
+                print(
+                    f"build: {total:,} messages appended and indexed in {seconds:,.1f} s "
+                    f"({total / seconds:,.0f} msg/s, one transaction per 50-message session)"
+                )
+            elif stored != total:
+                sys.exit(f"{path} holds {stored:,} messages, not {total:,}; use another --db")
+            else:
+                print(f"reusing {path} with {stored:,} messages")
+            if args.optimize:
+                started = time.perf_counter()
+                backend.optimize()
+                print(f"optimize(): {time.perf_counter() - started:,.1f} s")
+            size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+            print(f"database: {size / 2**20:,.0f} MiB")
+            raw = sqlite3.connect(path)
+            try:
+                chosen = choose(raw, candidates(corpus, random.Random(7)), per_class)
+                run(backend, raw, chosen, args.repeats)
+            finally:
+                raw.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""Full turns per second on the SQLite store as the number of keys grows.
+
+A turn is what a gateway does for each inbound message: ``get_or_create(source)`` (a read while
+the session is fresh) and one ``append`` of the user message and the reply (one write that also
+records activity). The baseline is a raw ``sqlite3`` loop in the same run doing the same work per
+turn: one indexed read, then one ``BEGIN IMMEDIATE`` transaction inserting two messages (and their
+FTS5 rows) and updating the routing row, with the same durability.
+
+Run ``python benchmarks/turns.py`` (1,000, 10,000 and 100,000 keys; several minutes, most of it
+spent creating the keys) or ``--quick`` for a smoke run. Targets (DESIGN §11): at least 1,000
+turns/s at 100,000 keys with ``full`` durability, flat as keys grow, and at least half the raw
+loop's rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+from hermes_sessions import Message, ResetPolicies, ResetPolicy, SessionSource, SessionStore
+from hermes_sessions.backends.sqlite import SQLiteBackend
+
+NEVER = ResetPolicies(ResetPolicy(mode="none"))
+
+
+def source(number: int) -> SessionSource:
+    """The conversation of key ``number``."""
+    return SessionSource(
+        platform="telegram", chat_id=str(100_000_000 + number), user_id=str(number)
+    )
+
+
+def build(path: Path, keys: int) -> None:
+    """Create ``keys`` conversations through the store (fast durability: setup only)."""
+    with SessionStore(SQLiteBackend(path, durability="normal"), resets=NEVER) as store:
+        for number in range(keys):
+            store.get_or_create(source(number))
+
+
+def store_turns(path: Path, keys: int, turns: int, seed: int) -> float:
+    """Turns per second through the store with full durability."""
+    rng = random.Random(seed)
+    picks = [rng.randrange(keys) for _ in range(turns)]
+    with SessionStore(SQLiteBackend(path, durability="full"), resets=NEVER) as store:
+        start = time.perf_counter()
+        for n, number in enumerate(picks):
+            lookup = store.get_or_create(source(number))
+            store.append(
+                lookup.session_id,
+                Message(
+                    role="user",
+                    content=f"question {n} about staging 部署",
+                    platform_message_id=str(n),
+                ),
+                Message(role="assistant", content=f"answer {n}: restart the youer container"),
+            )
+        elapsed = time.perf_counter() - start
+    return turns / elapsed
+
+
+def raw_turns(path: Path, keys: int, turns: int, seed: int) -> float:
+    """Turns per second of a raw sqlite3 loop doing the same reads and commits."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=FULL")
+    connection.executescript(
+        """
+        CREATE TABLE entries (key TEXT PRIMARY KEY, session_id TEXT, updated_at TEXT);
+        CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT,
+                               role TEXT, content TEXT, platform_id TEXT);
+        CREATE INDEX messages_session ON messages (session_id, id);
+        CREATE VIRTUAL TABLE messages_fts USING fts5 (body, tokenize = 'ascii');
+        """
+    )
+    connection.execute("BEGIN")
+    connection.executemany(
+        "INSERT INTO entries VALUES (?, ?, '')", ((f"k{n}", f"s{n}") for n in range(keys))
+    )
+    connection.execute("COMMIT")
+    rng = random.Random(seed)
+    picks = [rng.randrange(keys) for _ in range(turns)]
+    start = time.perf_counter()
+    for n, number in enumerate(picks):
+        (session_id,) = connection.execute(
+            "SELECT session_id FROM entries WHERE key = ?", (f"k{number}",)
+        ).fetchone()
+        connection.execute("BEGIN IMMEDIATE")
+        for role, content in (("user", f"question {n}"), ("assistant", f"answer {n}")):
+            cursor = connection.execute(
+                "INSERT INTO messages (session_id, role, content, platform_id) VALUES (?, ?, ?, ?)",
+                (session_id, role, content, str(n)),
+            )
+            connection.execute(
+                "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)", (cursor.lastrowid, content)
+            )
+        connection.execute(
+            "UPDATE entries SET updated_at = ? WHERE session_id = ?", (str(n), session_id)
+        )
+        connection.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    connection.close()
+    return turns / elapsed
+
+
+def main() -> None:
+    """Build, measure and print."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for CI smoke tests")
+    args = parser.parse_args()
+    sizes = (100, 1_000) if args.quick else (1_000, 10_000, 100_000)
+    turns = 100 if args.quick else 2_000
+    rates: dict[int, float] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for keys in sizes:
+            folder = Path(scratch) / f"k{keys}"
+            folder.mkdir()
+            started = time.perf_counter()
+            build(folder / "state.db", keys)
+            built = time.perf_counter() - started
+            ours = store_turns(folder / "state.db", keys, turns, seed=keys)
+            raw = raw_turns(folder / "raw.db", keys, turns, seed=keys)
+            rates[keys] = ours
+            print(
+                f"{keys:>7,} keys: {ours:7,.0f} turns/s through the store; raw sqlite3 loop "
+                f"{raw:7,.0f} turns/s; ratio {ours / raw:.2f} (target >= 0.5); "
+                f"built in {built:.1f} s"
+            )
+    low, high = sizes[0], sizes[-1]
+    print(
+        f"flatness: {rates[high]:,.0f} turns/s at {high:,} keys vs {rates[low]:,.0f} at "
+        f"{low:,} keys: ratio {rates[high] / rates[low]:.2f} (flat = about 1.0)"
+    )
+    if not args.quick:
+        verdict = "met" if rates[high] >= 1_000 else "MISSED"
+        print(f"target: >= 1,000 turns/s at {high:,} keys with full durability: {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,249 @@
+"""Connections and transactions of the SQLite backend: one connection per thread, retried writes.
+
+Each thread gets its own connection (a new one after a fork); threads of one process queue on one
+lock for writes, so they wait in order instead of polling SQLite's lock. Processes coordinate
+through SQLite's own locks: every write is ``BEGIN IMMEDIATE`` … ``COMMIT``; an attempt that
+stays busy longer than the busy timeout is rolled back and retried after a jittered, doubling
+pause, and when the retries run out the caller gets ``LockTimeoutError``, never
+"database is locked". After a commit that leaves the write-ahead log above ``wal_size_limit``
+the writer checkpoints and truncates it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import random
+import sqlite3
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Concatenate, Final, Literal, ParamSpec, TypeVar
+
+import attrs
+
+from hermes_sessions.exceptions import BackendClosedError, LockTimeoutError, StorageError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["Connections", "Durability", "guarded"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+C = TypeVar("C", bound="Connections")
+Durability = Literal["full", "normal"]
+
+_BUSY_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+_BACKOFF_BASE: Final = 0.005
+_BACKOFF_CAP: Final = 0.25
+_CHECKPOINT_WAIT_MS: Final = 100
+_sleep = time.sleep  # patched by tests to observe (and steer) the retry loop
+
+
+def _is_busy(error: sqlite3.Error) -> bool:
+    return (getattr(error, "sqlite_errorcode", 0) & 0xFF) in _BUSY_CODES
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that knows its process and can be weakly referenced.
+
+    Weak references let a finished thread's connection be freed; the process id keeps a forked
+    child from using, or closing, its parent's connections.
+    """
+
+    pid: int
+
+
+_INHERITED: list[sqlite3.Connection] = []
+"""Connections a forked child inherited. Never used and never closed: closing one could make
+SQLite in the child release or reset state (locks, the WAL) that the parent still relies on."""
+
+
+def guarded(method: Callable[Concatenate[C, P], R]) -> Callable[Concatenate[C, P], R]:
+    """Refuse calls on a closed backend; wrap sqlite3 errors in ``StorageError``."""
+
+    @functools.wraps(method)
+    def wrapper(self: C, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self._closed:
+            raise BackendClosedError(f"SQLite backend on {self.path}")
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as error:
+            if self._closed:
+                raise BackendClosedError(f"SQLite backend on {self.path}") from error
+            raise StorageError(f"SQLite failed on {self.path}: {error}") from error
+
+    return wrapper
+
+
+def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError(f"{attribute.name} must be a positive number, got {value!r}")
+
+
+def _optional_size(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{attribute.name} must be a positive number of bytes or None")
+
+
+@attrs.define(eq=False)
+class Connections:
+    """The connections of one backend object (see the module docstring)."""
+
+    path: Path = attrs.field(converter=Path)
+    durability: Durability = attrs.field(
+        default="full", kw_only=True, validator=attrs.validators.in_(("full", "normal"))
+    )
+    busy_timeout: float = attrs.field(default=5.0, kw_only=True, validator=_positive)
+    retries: int = attrs.field(
+        default=5,
+        kw_only=True,
+        validator=[attrs.validators.instance_of(int), attrs.validators.ge(0)],
+    )
+    wal_size_limit: int | None = attrs.field(
+        default=64 * 1024 * 1024,
+        kw_only=True,
+        validator=_optional_size,
+    )
+    secure_delete: bool = attrs.field(
+        default=True, kw_only=True, validator=attrs.validators.instance_of(bool)
+    )
+    _closed: bool = attrs.field(default=False, init=False)
+    _local: threading.local = attrs.field(factory=threading.local, init=False)
+    _connections: weakref.WeakSet[_Connection] = attrs.field(factory=weakref.WeakSet, init=False)
+    _registry_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+    _write_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+
+    def _create_files(self) -> None:
+        directory = self.path.parent
+        try:
+            if not directory.exists():
+                directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # Create the file private before SQLite does; SQLite gives -wal and -shm its mode.
+            # Only a file that did not exist is opened here: closing a descriptor of a file
+            # that one of our connections has open would drop that connection's locks.
+            descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        except FileExistsError:
+            return
+        except OSError as error:
+            raise StorageError(f"cannot create the database {self.path}: {error}") from error
+        os.close(descriptor)
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection (a new one after a fork or in a new thread)."""
+        if self._closed:
+            raise BackendClosedError(f"SQLite backend on {self.path}")
+        local = self._local
+        connection: _Connection | None = getattr(local, "connection", None)
+        if connection is not None:
+            if connection.pid == os.getpid():
+                return connection
+            # In a forked child (tested; coverage data is not saved there).
+            _INHERITED.append(connection)  # pragma: no cover
+        connection = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            cached_statements=256,
+            factory=_Connection,
+        )
+        try:
+            self._configure(connection)
+        except BaseException:
+            connection.close()
+            raise
+        connection.pid = os.getpid()
+        local.connection = connection
+        with self._registry_lock:
+            self._connections.add(connection)
+        return connection
+
+    def _configure(self, connection: sqlite3.Connection) -> None:
+        mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode != "wal":
+            raise StorageError(f"{self.path} cannot use WAL mode (journal mode {mode!r})")
+        synchronous = "FULL" if self.durability == "full" else "NORMAL"
+        limit = -1 if self.wal_size_limit is None else self.wal_size_limit
+        for pragma in (
+            f"synchronous = {synchronous}",
+            f"journal_size_limit = {limit}",
+            f"secure_delete = {'ON' if self.secure_delete else 'OFF'}",
+            "cache_size = -16000",
+            "temp_store = MEMORY",
+        ):
+            connection.execute(f"PRAGMA {pragma}")
+
+    # -- transactions ------------------------------------------------------------------------------
+
+    def _run(
+        self,
+        work: Callable[[sqlite3.Connection], R],
+        *,
+        write: bool,
+        transaction: bool = True,
+    ) -> R:
+        """Run ``work`` in a transaction, retrying with jittered backoff while the db is busy."""
+        if write:
+            with self._write_lock:
+                return self._attempts(work, "BEGIN IMMEDIATE")
+        return self._attempts(work, "BEGIN" if transaction else None)
+
+    def _attempts(self, work: Callable[[sqlite3.Connection], R], begin: str | None) -> R:
+        started = time.monotonic()
+        for attempt in range(self.retries + 1):
+            try:
+                connection = self._connection()
+                if begin is None:
+                    return work(connection)
+                connection.execute(begin)
+                try:
+                    result = work(connection)
+                    connection.execute("COMMIT")
+                except BaseException:
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as error:
+                if not _is_busy(error):
+                    raise
+                if attempt == self.retries:
+                    waited = time.monotonic() - started
+                    raise LockTimeoutError(str(self.path), waited) from error
+                _sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))  # noqa: S311
+                continue
+            if begin == "BEGIN IMMEDIATE":
+                self._after_commit(connection)
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _after_commit(self, connection: sqlite3.Connection) -> None:
+        """Checkpoint and truncate the WAL once it passes ``wal_size_limit``."""
+        if self.wal_size_limit is None:
+            return
+        # The log exists: this connection has it open (SQLite deletes it with the last one).
+        size = os.stat(f"{self.path}-wal").st_size  # noqa: PTH116  # hot path: no Path object
+        if size > self.wal_size_limit:
+            self._checkpoint(connection, "TRUNCATE", wait_ms=_CHECKPOINT_WAIT_MS)
+
+    def _checkpoint(self, connection: sqlite3.Connection, mode: str, *, wait_ms: int) -> bool:
+        connection.execute(f"PRAGMA busy_timeout = {wait_ms}")
+        try:
+            busy, _log, _done = connection.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        finally:
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        return not busy
+
+    def close(self) -> None:
+        """Close every connection; later calls raise ``BackendClosedError``. Idempotent."""
+        self._closed = True
+        with self._write_lock, self._registry_lock:
+            connections = list(self._connections)
+            self._connections.clear()
+        for connection in connections:
+            if connection.pid == os.getpid():
+                connection.close()
+            else:  # pragma: no cover  # in a forked child (tested; coverage is not saved there)
+                _INHERITED.append(connection)

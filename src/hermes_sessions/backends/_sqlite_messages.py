@@ -1,0 +1,274 @@
+"""Message writes of the SQLite backend, run inside the caller's write transaction.
+
+Each write keeps four things in step in the same transaction: the ``messages`` rows, their
+FTS5 rows (when the build has FTS5), the session's counters and last activity, and the time
+bounds of ``message_blocks`` that newest/oldest searches rely on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from hermes_sessions import text
+from hermes_sessions.backends._common import missing_session, tool_call_count
+from hermes_sessions.backends._sqlite_rows import (
+    MESSAGE_COLUMNS,
+    in_list,
+    message_body,
+    message_from_row,
+)
+from hermes_sessions.backends._sqlite_schema import (
+    BLOCK_SHIFT,
+    FTS_TABLE,
+    NO_TIME,
+    message_tokens,
+    to_us,
+)
+from hermes_sessions.exceptions import SessionNotFoundError
+from hermes_sessions.models import Message, stamped
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Mapping, Sequence
+
+__all__ = [
+    "append",
+    "delete",
+    "replace_all",
+    "replace_one",
+    "session_seq",
+    "set_active",
+    "unindex",
+]
+
+CHUNK: Final = 500
+"""Values bound per ``IN (...)`` list (well under every build's variable limit)."""
+
+_INSERT_MESSAGE: Final = (
+    "INSERT INTO messages (id, session_seq, role, timestamp, active, platform_message_id, "
+    "sender_id, tool_calls, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_DOCUMENT: Final = f"INSERT INTO {FTS_TABLE} (rowid, tokens) VALUES (?, ?)"
+
+
+def session_seq(connection: sqlite3.Connection, session_id: str) -> int:
+    """The internal row number of a session; ``SessionNotFoundError`` if it does not exist."""
+    row = connection.execute("SELECT seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise missing_session(session_id)
+    return int(row[0])
+
+
+def _values(message: Message, seq: int) -> tuple[Any, ...]:
+    """Column values of ``messages`` for a message with its id set (in column order)."""
+    moment = message.timestamp
+    return (
+        message.id,
+        seq,
+        message.role,
+        None if moment is None else to_us(moment),
+        int(message.active),
+        message.platform_message_id,
+        message.sender_id,
+        tool_call_count(message),
+        message_body(message),
+    )
+
+
+def _document(message: Message) -> tuple[int | None, str]:
+    return message.id, message_tokens(text.searchable_text(message))
+
+
+def _widen_blocks(connection: sqlite3.Connection, blocks: Mapping[int, tuple[int, int]]) -> None:
+    connection.executemany(
+        "INSERT INTO message_blocks (block, min_ts, max_ts) VALUES (?, ?, ?) "
+        "ON CONFLICT (block) DO UPDATE SET min_ts = min(min_ts, excluded.min_ts), "
+        "max_ts = max(max_ts, excluded.max_ts)",
+        [(block, low, high) for block, (low, high) in blocks.items()],
+    )
+
+
+def _add_counts(connection: sqlite3.Connection, seq: int, count: int, tools: int) -> None:
+    if count or tools:
+        connection.execute(
+            "UPDATE sessions SET message_count = message_count + ?, "
+            "tool_call_count = tool_call_count + ? WHERE seq = ?",
+            (count, tools, seq),
+        )
+
+
+def _known(
+    connection: sqlite3.Connection, seq: int, session_id: str, platform_ids: list[str]
+) -> dict[str, Message]:
+    """The stored messages of the session with these platform ids."""
+    known: dict[str, Message] = {}
+    for start in range(0, len(platform_ids), CHUNK):
+        params: list[Any] = [seq]
+        sql = (
+            f"SELECT {MESSAGE_COLUMNS}, m.platform_message_id FROM messages AS m "
+            "WHERE m.session_seq = ? AND "
+            + in_list("m.platform_message_id", platform_ids[start : start + CHUNK], params)
+        )
+        for row in connection.execute(sql, params):
+            known[row[3]] = message_from_row(row, session_id)
+    return known
+
+
+def append(
+    connection: sqlite3.Connection,
+    seq: int,
+    session_id: str,
+    messages: Sequence[Message],
+    *,
+    fts: bool,
+) -> list[Message]:
+    """Append ``messages`` idempotently by platform id; return them as stored.
+
+    Ids continue from ``sqlite_sequence`` (the caller holds the write lock, so nobody else can
+    take them), which lets every row go in with one ``executemany``.
+    """
+    platform_ids = [m.platform_message_id for m in messages if m.platform_message_id]
+    known = _known(connection, seq, session_id, platform_ids) if platform_ids else {}
+    row = connection.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
+    next_id = (row[0] if row is not None else 0) + 1
+    stored: list[Message] = []
+    inserts: list[tuple[Any, ...]] = []
+    documents: list[tuple[int | None, str]] = []
+    blocks: dict[int, tuple[int, int]] = {}
+    added = tools = 0
+    for message in messages:
+        platform_id = message.platform_message_id
+        if platform_id is not None and platform_id in known:
+            stored.append(known[platform_id])
+            continue
+        new = stamped(message, message_id=next_id, session_id=session_id)
+        next_id += 1
+        stored.append(new)
+        if platform_id is not None:
+            known[platform_id] = new
+        values = _values(new, seq)
+        inserts.append(values)
+        if fts:
+            documents.append(_document(new))
+        sort_time = NO_TIME if values[3] is None else values[3]
+        low, high = blocks.get(values[0] >> BLOCK_SHIFT, (sort_time, sort_time))
+        blocks[values[0] >> BLOCK_SHIFT] = (min(low, sort_time), max(high, sort_time))
+        if new.active:
+            added += 1
+            tools += values[7]
+    connection.executemany(_INSERT_MESSAGE, inserts)
+    if documents:
+        connection.executemany(_INSERT_DOCUMENT, documents)
+    _widen_blocks(connection, blocks)
+    times = [to_us(m.timestamp) for m in stored if m.timestamp is not None]
+    connection.execute(
+        "UPDATE sessions SET message_count = message_count + ?, "
+        "tool_call_count = tool_call_count + ?, last_active_at = max(last_active_at, ?) "
+        "WHERE seq = ?",
+        (added, tools, max(times, default=NO_TIME), seq),
+    )
+    return stored
+
+
+def unindex(connection: sqlite3.Connection, ids_sql: str, params: Sequence[Any]) -> None:
+    """Delete the FTS5 rows of the messages that ``ids_sql`` selects."""
+    connection.execute(f"DELETE FROM {FTS_TABLE} WHERE rowid IN ({ids_sql})", list(params))
+
+
+def replace_one(
+    connection: sqlite3.Connection, session_id: str, message_id: int, message: Message, *, fts: bool
+) -> Message:
+    """Replace one message's fields keeping its id; re-index it and fix the counters."""
+    seq = session_seq(connection, session_id)
+    new = attrs.evolve(message, id=message_id, session_id=session_id)
+    old = connection.execute(
+        "SELECT active, tool_calls FROM messages WHERE session_seq = ? AND id = ?",
+        (seq, message_id),
+    ).fetchone()
+    if old is None:
+        raise SessionNotFoundError(session_id=session_id, hint=f"it has no message {message_id}")
+    platform_id = new.platform_message_id
+    if platform_id is not None:
+        clash = connection.execute(
+            "SELECT id FROM messages WHERE session_seq = ? AND platform_message_id = ? AND id != ?",
+            (seq, platform_id, message_id),
+        ).fetchone()
+        if clash is not None:
+            raise ValueError(
+                f"platform message id {platform_id!r} already belongs to message {clash[0]} "
+                f"of session {session_id}; give the edit that message's id or another one"
+            )
+    values = _values(new, seq)
+    connection.execute(
+        "UPDATE messages SET role = ?, timestamp = ?, active = ?, platform_message_id = ?, "
+        "sender_id = ?, tool_calls = ?, body = ? WHERE id = ?",
+        (*values[2:], message_id),
+    )
+    if fts:
+        unindex(connection, "?", (message_id,))
+        connection.execute(_INSERT_DOCUMENT, _document(new))
+    moment = NO_TIME if values[3] is None else values[3]
+    _widen_blocks(connection, {message_id >> BLOCK_SHIFT: (moment, moment)})
+    tools = (values[7] if new.active else 0) - (old[1] if old[0] else 0)
+    _add_counts(connection, seq, int(new.active) - old[0], tools)
+    return new
+
+
+def replace_all(
+    connection: sqlite3.Connection, session_id: str, messages: Sequence[Message], *, fts: bool
+) -> list[Message]:
+    """Swap the whole transcript of a session for ``messages`` (new ids)."""
+    seq = session_seq(connection, session_id)
+    if fts:
+        unindex(connection, "SELECT id FROM messages WHERE session_seq = ?", (seq,))
+    connection.execute("DELETE FROM messages WHERE session_seq = ?", (seq,))
+    connection.execute(
+        "UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE seq = ?", (seq,)
+    )
+    return append(connection, seq, session_id, messages, fts=fts)
+
+
+def set_active(
+    connection: sqlite3.Connection, session_id: str, message_ids: Sequence[int], *, active: bool
+) -> int:
+    """Soft-delete or restore messages (search rows stay); return how many changed."""
+    seq = session_seq(connection, session_id)
+    ids = sorted(set(message_ids))
+    changed = tools = 0
+    for start in range(0, len(ids), CHUNK):
+        params: list[Any] = [int(active), seq, int(active)]
+        rows = connection.execute(
+            "UPDATE messages SET active = ? WHERE session_seq = ? AND active != ? AND "
+            + in_list("id", ids[start : start + CHUNK], params)
+            + " RETURNING tool_calls",
+            params,
+        ).fetchall()
+        changed += len(rows)
+        tools += sum(row[0] for row in rows)
+    sign = 1 if active else -1
+    _add_counts(connection, seq, sign * changed, sign * tools)
+    return changed
+
+
+def delete(
+    connection: sqlite3.Connection, session_id: str, message_ids: Sequence[int], *, fts: bool
+) -> int:
+    """Delete messages and their search rows for good; return how many were deleted."""
+    seq = session_seq(connection, session_id)
+    ids = sorted(set(message_ids))
+    deleted = count = tools = 0
+    for start in range(0, len(ids), CHUNK):
+        params: list[Any] = [seq]
+        condition = "session_seq = ? AND " + in_list("id", ids[start : start + CHUNK], params)
+        if fts:
+            unindex(connection, f"SELECT id FROM messages WHERE {condition}", params)
+        rows = connection.execute(
+            f"DELETE FROM messages WHERE {condition} RETURNING active, tool_calls", params
+        ).fetchall()
+        deleted += len(rows)
+        count += sum(row[0] for row in rows)
+        tools += sum(row[1] for row in rows if row[0])
+    _add_counts(connection, seq, -count, -tools)
+    return deleted

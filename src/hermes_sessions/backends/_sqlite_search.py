@@ -1,0 +1,247 @@
+"""Search on SQLite: the FTS5 translation of the query language, and the three search plans.
+
+Translation. :func:`hermes_sessions.text.parse_query` gives a normal form: an AND of clauses, each
+an OR of phrases, plus excluded phrases. Each phrase is exactly the FTS5 phrase of its tokens
+(``"t1 t2"``, with ``*`` after it when the last token is a prefix). FTS5 binds ``OR`` looser than
+``AND`` (the reverse of our language), so every clause and the exclusion are parenthesised::
+
+    docker staging OR binary -helm  →  (("docker") AND ("staging" OR "binary")) NOT ("helm")
+
+With the token stream stored in the FTS5 table (``text.index_tokens``, space-joined, ``ascii``
+tokenizer) this translation is exact — a test compares it with :meth:`text.Query.matches` on
+random documents and queries — so FTS5 results need no re-check. Without FTS5 every candidate
+is checked with the shared matcher instead.
+
+Plans (all filters are SQL conditions on the joined message and session rows):
+
+* ``rank``: FTS5 computes ``bm25()`` for every match and returns them best first
+  (``ORDER BY rank``); the join with the filters stops at ``offset + limit`` accepted rows.
+  The cost grows with the number of matches (about 2.5 µs each).
+* ``newest``/``oldest`` with a limit: walk the matches in id order (``ORDER BY rowid``, a
+  stream that FTS5 reads straight from its index) and stop as soon as no unseen message can
+  beat the page: ``message_blocks`` keeps the time range of every block of 4,096 ids, so the
+  newest time among all lower ids is known. Messages appended in time order make this stop
+  after the first page of hits, however many messages match.
+* without a limit: every hit, ordered by SQL.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING, Any, Final
+
+from hermes_sessions import text
+from hermes_sessions.backends._common import make_hit, rank_hits
+from hermes_sessions.backends._sqlite_rows import (
+    MESSAGE_COLUMNS,
+    SESSION_COLUMNS,
+    in_list,
+    message_from_row,
+    record_from_row,
+    visibility_sql,
+)
+from hermes_sessions.backends._sqlite_schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME, to_us
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from hermes_sessions.models import SessionRecord
+    from hermes_sessions.queries import SearchHit, SearchQuery
+
+__all__ = ["fts_query", "search"]
+
+_ID_CHUNK: Final = 500
+"""Ids bound per ``IN (...)`` list (well under every build's variable limit)."""
+
+
+def _phrase(phrase: text.Phrase) -> str:
+    tokens = " ".join(token.replace('"', '""') for token in phrase.tokens)
+    return f'"{tokens}"' + ("*" if phrase.prefix else "")
+
+
+def _any(phrases: tuple[text.Phrase, ...]) -> str:
+    return "(" + " OR ".join(_phrase(phrase) for phrase in phrases) + ")"
+
+
+def fts_query(query: text.Query) -> str:
+    """The FTS5 ``MATCH`` string of a parsed, non-empty query.
+
+    >>> fts_query(text.parse_query("docker staging OR binary -helm"))
+    '(("docker") AND ("staging" OR "binary")) NOT ("helm")'
+    >>> fts_query(text.parse_query("飞书 dock*"))
+    '(("飞书") AND ("dock"*))'
+    """
+    positive = "(" + " AND ".join(_any(clause.phrases) for clause in query.clauses) + ")"
+    if not query.excluded:
+        return positive
+    return f"{positive} NOT {_any(query.excluded)}"
+
+
+def _filters(query: SearchQuery, params: list[Any]) -> list[str]:  # noqa: C901, PLR0912  # one per filter
+    """SQL conditions on ``messages AS m`` and ``sessions AS s`` for every filter of ``query``."""
+    where = []
+    if not query.include_inactive:
+        where.append("m.active = 1")
+    if query.roles is not None:
+        where.append(in_list("m.role", query.roles, params))
+    if query.since is not None or query.until is not None:
+        where.append("m.timestamp IS NOT NULL")
+    if query.since is not None:
+        where.append("m.timestamp >= ?")
+        params.append(to_us(query.since))
+    if query.until is not None:
+        where.append("m.timestamp < ?")
+        params.append(to_us(query.until))
+    if query.sources is not None:
+        where.append(in_list("s.source", query.sources, params))
+    if query.exclude_sources:
+        where.append(in_list("s.source", query.exclude_sources, params, negate=True))
+    if query.session_key is not None:
+        where.append("s.session_key = ?")
+        params.append(query.session_key)
+    if query.session_ids is not None:
+        where.append(in_list("s.id", query.session_ids, params))
+    if query.exclude_session_ids:
+        where.append(in_list("s.id", query.exclude_session_ids, params, negate=True))
+    if query.user_id is not None:
+        where.append("s.user_id = ?")
+        params.append(query.user_id)
+    if query.archived is not None:
+        where.append("s.archived = ?")
+        params.append(int(query.archived))
+    if query.visible_to is not None:
+        where.append(visibility_sql(query.visible_to, params))
+    return where
+
+
+def search(connection: sqlite3.Connection, query: SearchQuery, *, fts: bool) -> list[SearchHit]:
+    """Run ``query`` inside the caller's read transaction."""
+    parsed = text.parse_query(query.text)
+    if parsed.is_empty:
+        return []
+    if not fts:
+        return _scan(connection, query, parsed)
+    params: list[Any] = [fts_query(parsed)]
+    where = ["f.messages_fts MATCH ?", *_filters(query, params)]
+    source = (
+        f"FROM {FTS_TABLE} AS f CROSS JOIN messages AS m ON m.id = f.rowid "
+        "CROSS JOIN sessions AS s ON s.seq = m.session_seq WHERE " + " AND ".join(where)
+    )
+    if query.order == "rank":
+        sql = f"SELECT m.id, -f.rank {source} ORDER BY f.rank LIMIT ? OFFSET ?"
+        limit = -1 if query.limit is None else query.limit
+        scored = connection.execute(sql, [*params, limit, query.offset]).fetchall()
+    elif query.limit is None:
+        direction = "DESC" if query.order == "newest" else "ASC"
+        sql = (
+            f"SELECT m.id, 0.0 {source} ORDER BY coalesce(m.timestamp, {NO_TIME}) {direction}, "
+            f"m.id {direction} LIMIT -1 OFFSET ?"
+        )
+        scored = connection.execute(sql, [*params, query.offset]).fetchall()
+    else:
+        scored = _walk(connection, source, params, query)
+    return _hits(connection, scored, parsed)
+
+
+def _bounds(connection: sqlite3.Connection, *, newest: bool) -> dict[int, int]:
+    """Block → the newest (or oldest) message time in it and every block below (above) it."""
+    rows = connection.execute(
+        "SELECT block, max_ts, min_ts FROM message_blocks ORDER BY block"
+    ).fetchall()
+    bounds: dict[int, int] = {}
+    if newest:
+        best = NO_TIME
+        for block, high, _low in rows:
+            best = max(best, high)
+            bounds[block] = best
+    else:
+        best = -NO_TIME
+        for block, _high, low in reversed(rows):
+            best = min(best, low)
+            bounds[block] = best
+    return bounds
+
+
+def _walk(
+    connection: sqlite3.Connection, source: str, params: list[Any], query: SearchQuery
+) -> list[tuple[int, float]]:
+    """The ``offset + limit`` newest (oldest) hits, walking matches in id order from the end."""
+    assert query.limit is not None  # noqa: S101  # callers handle limit=None
+    newest = query.order == "newest"
+    need = query.offset + query.limit
+    bounds = _bounds(connection, newest=newest)
+    sign = 1 if newest else -1
+    direction = "DESC" if newest else "ASC"
+    sql = f"SELECT m.id, coalesce(m.timestamp, {NO_TIME}) {source} ORDER BY f.rowid {direction}"
+    # A heap of the best ``need`` hits seen so far, worst on top; keys are (time, id) signed so
+    # that larger is better for both orders. Unseen rows have ids beyond the current one, so
+    # they lose every tie; they can only win with a better time, which the bound excludes.
+    kept: list[tuple[int, int]] = []
+    block = None
+    bound = 0
+    for message_id, moment in connection.execute(sql, params):
+        if message_id >> BLOCK_SHIFT != block:
+            block = message_id >> BLOCK_SHIFT
+            bound = sign * bounds.get(block, -sign * NO_TIME)
+        if len(kept) == need and kept[0][0] >= bound:
+            break
+        key = (sign * moment, sign * message_id)
+        if len(kept) < need:
+            heapq.heappush(kept, key)
+        elif key > kept[0]:
+            heapq.heapreplace(kept, key)
+    ordered = sorted(kept, reverse=True)[query.offset :]
+    return [(sign * signed_id, 0.0) for _time, signed_id in ordered]
+
+
+def _hits(
+    connection: sqlite3.Connection, scored: list[tuple[int, float]], parsed: text.Query
+) -> list[SearchHit]:
+    """Load the messages and sessions of ``(message id, score)`` pairs and build the hits."""
+    rows: dict[int, Any] = {}
+    ids = [message_id for message_id, _score in scored]
+    for start in range(0, len(ids), _ID_CHUNK):
+        chunk = ids[start : start + _ID_CHUNK]
+        params: list[Any] = []
+        sql = (
+            f"SELECT {MESSAGE_COLUMNS}, {SESSION_COLUMNS} FROM messages AS m "
+            "JOIN sessions AS s ON s.seq = m.session_seq WHERE " + in_list("m.id", chunk, params)
+        )
+        for row in connection.execute(sql, params):
+            rows[row[0]] = row
+    records: dict[str, SessionRecord] = {}
+    hits = []
+    for message_id, score in scored:
+        row = rows[message_id]
+        session_id = row[3]
+        record = records.get(session_id)
+        if record is None:
+            record = records[session_id] = record_from_row(row[3:])
+        hits.append(make_hit(message_from_row(row, session_id), record, score, parsed))
+    return hits
+
+
+def _scan(
+    connection: sqlite3.Connection, query: SearchQuery, parsed: text.Query
+) -> list[SearchHit]:
+    """Search without FTS5: every message passing the filters is checked by the shared matcher."""
+    params: list[Any] = []
+    where = _filters(query, params)
+    sql = (
+        f"SELECT {MESSAGE_COLUMNS}, {SESSION_COLUMNS} FROM messages AS m "
+        "CROSS JOIN sessions AS s ON s.seq = m.session_seq"
+    )
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    index = text.SearchIndex()
+    messages = {}
+    records: dict[str, SessionRecord] = {}
+    for row in connection.execute(sql, params):
+        session_id = row[3]
+        if session_id not in records:
+            records[session_id] = record_from_row(row[3:])
+        message = message_from_row(row, session_id)
+        messages[row[0]] = message
+        index.add(row[0], text.searchable_text(message))
+    scored = [(messages[doc], score) for doc, score in index.search(parsed)]
+    return rank_hits(scored, query, parsed, records.__getitem__)
