@@ -55,3 +55,21 @@ def test_demo_walkthrough(capsys, tmp_path):
         "Nothing was kept",
     ):
         assert expected in out, expected
+
+
+def test_demo_on_sqlite_keeps_its_data(capsys, tmp_path):
+    """The default demo writes a SQLite store under --home and says where it is."""
+    assert main(["demo", "--home", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "sqlite store" in out
+    assert "state.db" in out
+    assert (tmp_path / "state.db").exists()
+
+
+def test_demo_refuses_a_used_home(capsys, tmp_path):
+    """The demo never writes into a directory that already holds something."""
+    (tmp_path / "keep.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--home", str(tmp_path)])
+    assert info.value.code == 2
+    assert "not empty" in capsys.readouterr().err

@@ -165,4 +165,6 @@ def run_demo(home: Path, out: TextIO, *, backend: str = "sqlite") -> None:
         return
     files = sorted(str(path.relative_to(home)) for path in home.rglob("*") if path.is_file())
     out.write(f"\nThe data is in {home} ({', '.join(files)}).\n")
-    out.write(f"Run the demo again with --home {home} to see it continue there.\n")
+    if backend == "sqlite":
+        advice = "'SELECT id, title, end_reason FROM sessions'"
+        out.write(f"Look inside with: sqlite3 {home / 'state.db'} {advice}\n")

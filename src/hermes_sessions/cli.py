@@ -49,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from hermes_sessions._demo import run_demo  # noqa: PLC0415  # keeps --help fast
 
         home = args.home or Path(tempfile.mkdtemp(prefix="hermes-sessions-demo-"))
+        if home.exists() and any(home.iterdir()):
+            parser.error(f"--home {home} is not empty; the demo needs a new or empty directory")
         run_demo(home, sys.stdout, backend=args.backend)
         return 0
     parser.print_help()
