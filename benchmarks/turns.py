@@ -41,20 +41,26 @@ def build(path: Path, keys: int) -> None:
             store.get_or_create(source(number))
 
 
+WARM_UP = 50
+"""Untimed turns first: caches, lazily compiled patterns and the page cache settle."""
+
+
 def store_turns(path: Path, keys: int, turns: int, seed: int) -> float:
     """Turns per second through the store with full durability."""
     rng = random.Random(seed)
-    picks = [rng.randrange(keys) for _ in range(turns)]
+    picks = [rng.randrange(keys) for _ in range(turns + WARM_UP)]
     with SessionStore(SQLiteBackend(path, durability="full"), resets=NEVER) as store:
         start = time.perf_counter()
         for n, number in enumerate(picks):
+            if n == WARM_UP:
+                start = time.perf_counter()
             lookup = store.get_or_create(source(number))
             store.append(
                 lookup.session_id,
                 Message(
                     role="user",
-                    content=f"question {n} about staging 部署",
-                    platform_message_id=str(n),
+                    content=f"question {n} about staging",
+                    platform_message_id=f"{seed}-{n}",
                 ),
                 Message(role="assistant", content=f"answer {n}: restart the youer container"),
             )
@@ -82,14 +88,17 @@ def raw_turns(path: Path, keys: int, turns: int, seed: int) -> float:
     )
     connection.execute("COMMIT")
     rng = random.Random(seed)
-    picks = [rng.randrange(keys) for _ in range(turns)]
+    picks = [rng.randrange(keys) for _ in range(turns + WARM_UP)]
     start = time.perf_counter()
     for n, number in enumerate(picks):
+        if n == WARM_UP:
+            start = time.perf_counter()
         (session_id,) = connection.execute(
             "SELECT session_id FROM entries WHERE key = ?", (f"k{number}",)
         ).fetchone()
         connection.execute("BEGIN IMMEDIATE")
-        for role, content in (("user", f"question {n}"), ("assistant", f"answer {n}")):
+        pair = (("user", f"question {n} about staging"), ("assistant", f"answer {n}: restart"))
+        for role, content in pair:
             cursor = connection.execute(
                 "INSERT INTO messages (session_id, role, content, platform_id) VALUES (?, ?, ?, ?)",
                 (session_id, role, content, str(n)),
@@ -112,7 +121,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, for CI smoke tests")
     args = parser.parse_args()
     sizes = (100, 1_000) if args.quick else (1_000, 10_000, 100_000)
-    turns = 100 if args.quick else 2_000
+    turns = 300 if args.quick else 3_000
     rates: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for keys in sizes:
@@ -121,8 +130,9 @@ def main() -> None:
             started = time.perf_counter()
             build(folder / "state.db", keys)
             built = time.perf_counter() - started
-            ours = store_turns(folder / "state.db", keys, turns, seed=keys)
-            raw = raw_turns(folder / "raw.db", keys, turns, seed=keys)
+            # Two alternating rounds per side, the better of each: the machine's noise hits both.
+            ours = max(store_turns(folder / "state.db", keys, turns, seed=keys + r) for r in (0, 1))
+            raw = max(raw_turns(folder / f"raw{r}.db", keys, turns, seed=keys + r) for r in (0, 1))
             rates[keys] = ours
             print(
                 f"{keys:>7,} keys: {ours:7,.0f} turns/s through the store; raw sqlite3 loop "

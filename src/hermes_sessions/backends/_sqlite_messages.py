@@ -81,12 +81,27 @@ def _document(message: Message) -> tuple[int | None, str]:
     return message.id, message_tokens(text.searchable_text(message))
 
 
+BLOCK_ROUNDING_US: Final = 60_000_000
+"""Block time bounds are widened to whole minutes, so that appending messages in time order
+rewrites a block's row about once a minute instead of on every append (a bound only needs to
+be conservative; a minute of slack does not change when a newest/oldest search can stop)."""
+
+
 def _widen_blocks(connection: sqlite3.Connection, blocks: Mapping[int, tuple[int, int]]) -> None:
+    rows = [
+        (
+            block,
+            low if low == NO_TIME else low - low % BLOCK_ROUNDING_US,
+            high if high == NO_TIME else high + -high % BLOCK_ROUNDING_US,
+        )
+        for block, (low, high) in blocks.items()
+    ]
     connection.executemany(
         "INSERT INTO message_blocks (block, min_ts, max_ts) VALUES (?, ?, ?) "
         "ON CONFLICT (block) DO UPDATE SET min_ts = min(min_ts, excluded.min_ts), "
-        "max_ts = max(max_ts, excluded.max_ts)",
-        [(block, low, high) for block, (low, high) in blocks.items()],
+        "max_ts = max(max_ts, excluded.max_ts) "
+        "WHERE excluded.min_ts < min_ts OR excluded.max_ts > max_ts",
+        rows,
     )
 
 
