@@ -2,9 +2,10 @@
 
 A turn is what a gateway does for each inbound message: ``get_or_create(source)`` (a read while
 the session is fresh) and one ``append`` of the user message and the reply (one write that also
-records activity). The baseline is a raw ``sqlite3`` loop in the same run doing the same work per
-turn: one indexed read, then one ``BEGIN IMMEDIATE`` transaction inserting two messages (and their
-FTS5 rows) and updating the routing row, with the same durability.
+records activity). The baseline is a raw ``sqlite3`` loop in the same run storing the same data
+per turn: one indexed read, then one ``BEGIN IMMEDIATE`` transaction inserting two messages and
+their FTS5 rows (same index definition, same tokens), updating the session's counters and the
+routing row, with the same durability.
 
 Run ``python benchmarks/turns.py`` (1,000, 10,000 and 100,000 keys; several minutes, most of it
 spent creating the keys) or ``--quick`` for a smoke run. Targets (DESIGN §11): at least 1,000
@@ -15,13 +16,14 @@ loop's rate.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sqlite3
 import tempfile
 import time
 from pathlib import Path
 
-from hermes_sessions import Message, ResetPolicies, ResetPolicy, SessionSource, SessionStore
+from hermes_sessions import Message, ResetPolicies, ResetPolicy, SessionSource, SessionStore, text
 from hermes_sessions.backends.sqlite import SQLiteBackend
 
 NEVER = ResetPolicies(ResetPolicy(mode="none"))
@@ -69,26 +71,50 @@ def store_turns(path: Path, keys: int, turns: int, seed: int) -> float:
 
 
 def raw_turns(path: Path, keys: int, turns: int, seed: int) -> float:
-    """Turns per second of a raw sqlite3 loop doing the same reads and commits."""
+    """Turns per second of a raw sqlite3 loop storing the same data with the same commits.
+
+    The same tables a turn needs (routing rows indexed by session, sessions with counters,
+    messages with a JSON body and a unique platform id per session, and the same FTS5 index
+    definition over the same token stream), written with plain statements. Message bodies and
+    tokens are prepared before the clock starts, so the ratio is the library's whole overhead.
+    """
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=FULL")
     connection.executescript(
         """
-        CREATE TABLE entries (key TEXT PRIMARY KEY, session_id TEXT, updated_at TEXT);
+        CREATE TABLE entries (key TEXT PRIMARY KEY, session_id TEXT, updated_at INTEGER);
+        CREATE INDEX entries_session ON entries (session_id);
+        CREATE TABLE sessions (id TEXT PRIMARY KEY, message_count INTEGER, last_active INTEGER);
         CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT,
-                               role TEXT, content TEXT, platform_id TEXT);
+                               role TEXT, timestamp INTEGER, platform_id TEXT, body TEXT);
         CREATE INDEX messages_session ON messages (session_id, id);
-        CREATE VIRTUAL TABLE messages_fts USING fts5 (body, tokenize = 'ascii');
+        CREATE UNIQUE INDEX messages_platform ON messages (session_id, platform_id)
+            WHERE platform_id IS NOT NULL;
+        CREATE VIRTUAL TABLE messages_fts USING fts5 (tokens, tokenize = 'ascii', prefix = '1');
         """
     )
     connection.execute("BEGIN")
     connection.executemany(
-        "INSERT INTO entries VALUES (?, ?, '')", ((f"k{n}", f"s{n}") for n in range(keys))
+        "INSERT INTO entries VALUES (?, ?, 0)", ((f"k{n}", f"s{n}") for n in range(keys))
+    )
+    connection.executemany(
+        "INSERT INTO sessions VALUES (?, 0, 0)", ((f"s{n}",) for n in range(keys))
     )
     connection.execute("COMMIT")
     rng = random.Random(seed)
     picks = [rng.randrange(keys) for _ in range(turns + WARM_UP)]
+    prepared = []
+    for n in range(turns + WARM_UP):
+        pair = []
+        for role, content, platform_id in (
+            ("user", f"question {n} about staging", f"{seed}-{n}"),
+            ("assistant", f"answer {n}: restart the youer container", None),
+        ):
+            body = json.dumps({"role": role, "content": content, "timestamp": "2026-05-12T01:00Z"})
+            tokens = " ".join(text.index_tokens(content))
+            pair.append((role, platform_id, body, tokens))
+        prepared.append(pair)
     start = time.perf_counter()
     for n, number in enumerate(picks):
         if n == WARM_UP:
@@ -97,17 +123,22 @@ def raw_turns(path: Path, keys: int, turns: int, seed: int) -> float:
             "SELECT session_id FROM entries WHERE key = ?", (f"k{number}",)
         ).fetchone()
         connection.execute("BEGIN IMMEDIATE")
-        pair = (("user", f"question {n} about staging"), ("assistant", f"answer {n}: restart"))
-        for role, content in pair:
+        for role, platform_id, body, tokens in prepared[n]:
             cursor = connection.execute(
-                "INSERT INTO messages (session_id, role, content, platform_id) VALUES (?, ?, ?, ?)",
-                (session_id, role, content, str(n)),
+                "INSERT INTO messages (session_id, role, timestamp, platform_id, body) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session_id, role, n, platform_id, body),
             )
             connection.execute(
-                "INSERT INTO messages_fts (rowid, body) VALUES (?, ?)", (cursor.lastrowid, content)
+                "INSERT INTO messages_fts (rowid, tokens) VALUES (?, ?)", (cursor.lastrowid, tokens)
             )
         connection.execute(
-            "UPDATE entries SET updated_at = ? WHERE session_id = ?", (str(n), session_id)
+            "UPDATE sessions SET message_count = message_count + 2, last_active = ? WHERE id = ?",
+            (n, session_id),
+        )
+        connection.execute(
+            "UPDATE entries SET updated_at = max(updated_at, ?) WHERE session_id = ?",
+            (n, session_id),
         )
         connection.execute("COMMIT")
     elapsed = time.perf_counter() - start
