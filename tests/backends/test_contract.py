@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hermes_sessions.backends.inmemory import InMemoryBackend
+from hermes_sessions.backends.jsonl import JSONLBackend
 from hermes_sessions.testing import BackendContract
 
 if TYPE_CHECKING:
@@ -18,3 +19,11 @@ class TestInMemoryBackend(BackendContract):
         """A fresh in-memory backend (it keeps no files)."""
         del directory
         return InMemoryBackend()
+
+
+class TestJSONLBackend(BackendContract):
+    """The JSONL files backend (full durability, as deployed)."""
+
+    def make_backend(self, directory: Path) -> JSONLBackend:
+        """A JSONL backend on ``directory`` (created on first use)."""
+        return JSONLBackend(directory)

@@ -12,10 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hermes_sessions.backends.inmemory import InMemoryBackend
+    from hermes_sessions.backends.jsonl import JSONLBackend
 
-__all__ = ["InMemoryBackend"]
+__all__ = ["InMemoryBackend", "JSONLBackend"]
 
-_MODULES = {"InMemoryBackend": "hermes_sessions.backends.inmemory"}
+_MODULES = {
+    "InMemoryBackend": "hermes_sessions.backends.inmemory",
+    "JSONLBackend": "hermes_sessions.backends.jsonl",
+}
 
 
 def __getattr__(name: str) -> Any:
