@@ -118,6 +118,8 @@ class _Repair:
     adopted: list[str] = attrs.Factory(list)
     dropped_entries: list[str] = attrs.Factory(list)
     rebuilt: bool = False
+    rebuild_needed: bool = False
+    """Session files but no index at all: every entry comes from the session records."""
     backed_up: bool = False
 
     # -- backups -----------------------------------------------------------------------------------
@@ -289,7 +291,7 @@ class _Repair:
         if not store.journal_path.exists():
             if store.snapshot_path.exists():
                 return None  # the journal is lost: salvage from the snapshot
-            self.rebuilt = any(store.sessions_dir.glob("*.jsonl"))
+            self.rebuild_needed = any(store.sessions_dir.glob("*.jsonl"))
             replace_file(store.journal_path, encode(JournalHeader(0).to_json()), sync=True)
         try:
             store.initialize()
@@ -312,6 +314,8 @@ class _Repair:
                 state.table.put(entry)
             state.leases = dict(snapshot.leases)
             base = snapshot.last_tx
+        else:  # the entries before the journal are lost: derive them, then replay the journal
+            self.rebuild_entries(state, disk)
         records: list[JournalRecord] = []
         if store.journal_path.exists():
             for number, raw in enumerate(store.journal_path.read_bytes().split(b"\n"), 1):
@@ -320,26 +324,29 @@ class _Repair:
                 record = parse_journal(json.loads(raw), path=store.journal_path, line=number)
                 if not isinstance(record, JournalHeader) and record.tx > base:
                     records.append(record)
-        if records:
-            self.void_cut_short(records[-1], disk)
         voided = {record.tx for record in records if isinstance(record, Void)}
+        if records and self.cut_short(records[-1], disk):
+            voided.add(records[-1].tx)
         plans: dict[int, Plan] = {}
         for record in records:
             apply_record(state, record, voided, plans)
         state.last_tx = max([base, *(record.tx for record in records)])
         return state
 
-    def void_cut_short(self, last: JournalRecord, disk: dict[str, Loaded]) -> None:
-        """Cut the partial lines of a last ``write`` that did not complete."""
+    def cut_short(self, last: JournalRecord, disk: dict[str, Loaded]) -> bool:
+        """Whether the last record is a ``write`` whose lines did not all arrive (they are cut)."""
         if not isinstance(last, Write) or last.session not in disk:
-            return
+            return False
         loaded = disk[last.session]
         count, start = trailing_group(loaded.parsed, last.tx)
-        if 0 < count < last.lines and start is not None:
+        if count >= last.lines:
+            return False
+        if start is not None:
             path = self.store.session_path(last.session)
             self.backup(path)
             truncate(path, start, sync=True)
             disk[last.session] = load_session(path, last.session)
+        return True
 
     def rebuild_entries(self, state: State, disk: dict[str, Loaded]) -> None:
         """Give every key left without an entry one pointing at its newest session."""
@@ -377,9 +384,10 @@ class _Repair:
             else:
                 self.dropped_entries.append(entry.session_key)
         state.table = table
-        if self.rebuilt:
+        if self.rebuild_needed:
             self.rebuild_entries(state, disk)
         store = self.store
+        self.rebuilt = self.rebuilt or self.rebuild_needed
         if self.backed_up or self.adopted or self.dropped_entries or self.rebuilt:
             for name in (JOURNAL, SNAPSHOT):
                 path = store.directory / name
