@@ -26,6 +26,7 @@ from hermes_sessions.exceptions import (
     IncompatibleStoreError,
     InvalidIdError,
     LockTimeoutError,
+    SessionNotFoundError,
     StorageError,
 )
 from hermes_sessions.protocols import EntryWrite, RotationPlan
@@ -133,6 +134,15 @@ def test_no_op_writes_write_nothing(backend, directory):
     backend.append_messages("s1", [say("hi again", platform_message_id="p")])
     backend.append_messages("s1", [say("hi again", platform_message_id="p")], touch_at=T0)
     backend.release_lease("nothing", "nobody")
+    assert (directory / "journal.jsonl").stat().st_size == size
+
+
+def test_non_numeric_increments_write_nothing(backend, directory):
+    """An increment that is not a number (a bool included) is refused before any write."""
+    seed(backend, "s1", KEY)
+    size = (directory / "journal.jsonl").stat().st_size
+    with pytest.raises(TypeError, match="must be a number"):
+        backend.update_session("s1", increments={"input_tokens": True})
     assert (directory / "journal.jsonl").stat().st_size == size
 
 
@@ -267,6 +277,16 @@ def test_malformed_line_names_file_and_line(backend, directory):
         (b'{"type":"teleport","tx":2}', "unknown record type"),
         (b'{"type":"reopen","tx":-1}', "integer"),
         (b'{"type":"reopen"}', "missing field"),
+        (b'{"type":"end","tx":2,"reason":5,"at":"2026-05-01T09:00:00Z"}', "must be a string"),
+        (b'{"type":"active","tx":2,"ids":5,"active":false}', "JSON array"),
+        (b'{"type":"session","format":1,"tx":2,"next_id":1,"record":[]}', "JSON object"),
+        (
+            (
+                b'{"type":"session","format":1,"tx":1,"next_id":1,"record":{"id":"s1",'
+                b'"source":"x","started_at":"2026-05-01T09:00:00Z"}}'
+            ),
+            "in the middle",
+        ),
         (b"\xff\xfe not utf-8", "not a JSON line"),
     ],
 )
@@ -378,6 +398,7 @@ def test_missing_journal_is_reported(backend, directory):
     [
         (lambda text: text.replace('"entries":1', '"entries":2'), "incomplete"),
         (lambda text: text.split("\n", 1)[1], "starts with its header"),
+        (lambda text: text + '{"type":"comment"}\n', "unknown snapshot line"),
     ],
 )
 def test_damaged_snapshot_is_reported(backend, directory, change, message):
@@ -710,7 +731,10 @@ def test_normal_durability_reads_back(directory):
     """durability='normal' (no fsync) stores the same data."""
     with JSONLBackend(directory, durability="normal") as backend:
         seed(backend, "s1", KEY, say("x"))
+        backend.append_messages("s1", [say("w")])
         backend.replace_messages("s1", [say("y")])
+        backend.create_session(record("gone"))
+        backend.delete_session("gone")
         backend.compact()
         assert repr(backend) == f"<JSONLBackend {str(directory)!r} normal>"
     with JSONLBackend(directory) as again:
@@ -771,6 +795,167 @@ def test_os_errors_become_storage_errors(backend, directory, monkeypatch):
     assert isinstance(info.value.__cause__, PermissionError)
     assert backend.get_entry(KEY).updated_at == T0  # type: ignore[union-attr]
     assert os.access(directory, os.W_OK)
+
+
+# -- agreement with the reference on unusual plans ------------------------------------------------
+
+
+def _unusual_plans():
+    """Plans the store rarely makes, each applied after seeding ``s1`` (key KEY) and ``s2``."""
+    return {
+        "create names an existing session": RotationPlan(
+            at=minutes(5),
+            create=record("s2"),
+            messages=[
+                say("already there", platform_message_id="p1"),
+                say("appended by a plan", platform_message_id="p2"),
+            ],
+            entries=[EntryWrite(entry=entry_for(KEY, "s2"), expected_revision=1)],
+            end=[("s1", "session_switch")],
+        ),
+        "ended at birth": RotationPlan(
+            at=minutes(5),
+            create=record("s3"),
+            messages=[say("born ended")],
+            end=[("s3", "compression"), ("s2", "idle"), ("s2", "daily")],
+        ),
+        "reopen an open session and end it": RotationPlan(
+            at=minutes(5), reopen=["s2", "s2"], end=[("s2", "idle")]
+        ),
+        "repoint then write the same key": RotationPlan(
+            at=minutes(5),
+            repoint=[("s1", "s2")],
+            entries=[EntryWrite(entry=entry_for(KEY, "s2", suspended=True), expected_revision=1)],
+            end=[("s1", "compression")],
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_unusual_plans()))
+def test_unusual_plans_match_the_reference_backend(directory, name):
+    """Plans outside the store's usual shapes leave the same state as InMemoryBackend's apply."""
+    plan = _unusual_plans()[name]
+    states = []
+    reference = InMemoryBackend()
+    with JSONLBackend(directory) as jsonl:
+        for backend in (reference, jsonl):
+            seed(backend, "s1", KEY, say("one"))
+            seed(backend, "s2", None, say("two", platform_message_id="p1"))
+            written = backend.apply(plan)
+            states.append((written, _state(backend)))
+    with JSONLBackend(directory) as reopened:
+        assert _state(reopened) == states[1][1]
+    assert states[0] == states[1]
+
+
+def _state(backend):
+    sessions = [backend.get_session(s) for s in ("s1", "s2", "s3")]
+    messages = [
+        backend.get_messages(s.id, include_inactive=True) for s in sessions if s is not None
+    ]
+    return backend.entries(), sessions, messages
+
+
+def test_plan_requiring_an_unknown_session_writes_nothing(backend, directory):
+    """require_open naming a session that does not exist raises SessionNotFoundError."""
+    size = (directory / "journal.jsonl").stat().st_size
+    with pytest.raises(SessionNotFoundError):
+        backend.apply(RotationPlan(at=T0, create=record("s1"), require_open=["ghost"]))
+    assert backend.get_session("s1") is None
+    assert (directory / "journal.jsonl").stat().st_size == size
+
+
+def test_reopening_an_open_session_writes_nothing(backend, directory):
+    """Reopening a session that never ended returns it unchanged without a write."""
+    seed(backend, "s1", KEY)
+    size = (directory / "journal.jsonl").stat().st_size
+    assert backend.reopen_session("s1") == backend.get_session("s1")
+    assert (directory / "journal.jsonl").stat().st_size == size
+
+
+def test_text_that_is_not_utf8_round_trips(backend, directory):
+    """A lone surrogate in a message is written with escapes and reads back unchanged."""
+    seed(backend, "s1", None, say("broken \ud800 text", extra={"note": "\udfff"}))
+    assert b"\\ud800" in session_file(directory, "s1").read_bytes()
+    with JSONLBackend(directory) as again:
+        (message,) = again.get_messages("s1")
+    assert message.content == "broken \ud800 text"
+    assert message.extra == {"note": "\udfff"}
+
+
+def test_blank_lines_are_ignored_but_counted(backend, directory):
+    """Blank lines (an editor's doing) are skipped and later line numbers stay right."""
+    seed(backend, "s1", None, say("one"))
+    path = session_file(directory, "s1")
+    with path.open("ab") as file:
+        file.write(b"\n  \n")
+    with JSONLBackend(directory) as again:
+        assert [m.content for m in again.get_messages("s1")] == ["one"]
+    with path.open("ab") as file:
+        file.write(b"oops\n")
+    with pytest.raises(CorruptRecordError) as info:
+        JSONLBackend(directory)
+    assert info.value.line == 5
+
+
+def test_session_file_without_header_is_reported(backend, directory):
+    """A listed session file whose first line is not a header is refused."""
+    seed(backend, "s1", None, say("one"))
+    path = session_file(directory, "s1")
+    path.write_bytes(path.read_bytes().split(b"\n", 1)[1])
+    with pytest.raises(CorruptRecordError, match="starts with its header") as info:
+        JSONLBackend(directory)
+    assert info.value.line == 1
+    path.write_bytes(b"")
+    with pytest.raises(CorruptRecordError, match="starts with its header"):
+        JSONLBackend(directory)
+
+
+def test_session_file_of_another_session_is_reported(backend, directory):
+    """A file whose header names another session than its file name is refused."""
+    seed(backend, "s1", None, say("one"))
+    seed(backend, "s2", None, say("two"))
+    session_file(directory, "s1").write_bytes(session_file(directory, "s2").read_bytes())
+    with pytest.raises(CorruptRecordError, match="header names session 's2'"):
+        JSONLBackend(directory)
+
+
+def test_journal_without_header_is_reported(backend, directory):
+    """A journal whose first line is not its header is refused."""
+    seed(backend, "s1", KEY)
+    journal = directory / "journal.jsonl"
+    journal.write_bytes(journal.read_bytes().split(b"\n", 1)[1])
+    with pytest.raises(CorruptRecordError, match="starts with its header"):
+        JSONLBackend(directory)
+
+
+def test_a_shrunken_session_file_is_refused(backend, directory):
+    """An append finding its file shorter than the journal says refuses to write."""
+    seed(backend, "s1", KEY, say("one"), say("two"))
+    path = session_file(directory, "s1")
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(CorruptRecordError, match="accounts for"):
+        backend.append_messages("s1", [say("three")])
+
+
+def test_rotation_cut_before_its_commit_is_committed(backend, directory, monkeypatch):
+    """Every file written but no commit: the next process only adds the commit."""
+    seed(backend, "old", KEY)
+    real = _jsonl_store.Store._journal_append
+
+    def no_commit(self, records):
+        if any(r.__class__.__name__ == "Commit" for r in records):
+            raise OSError("killed before the commit")
+        real(self, records)
+
+    monkeypatch.setattr(_jsonl_store.Store, "_journal_append", no_commit)
+    with pytest.raises(StorageError):
+        backend.apply(rotation(KEY, "old", "new", 1))
+    monkeypatch.undo()
+    before = session_file(directory, "old").read_bytes()
+    with JSONLBackend(directory) as after:
+        assert after.get_entry(KEY).session_id == "new"  # type: ignore[union-attr]
+    assert session_file(directory, "old").read_bytes() == before
 
 
 # -- real processes --------------------------------------------------------------------------------

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import stat
+from datetime import timedelta
 
 import pytest
 
 from hermes_sessions.backends import JSONLBackend
 from hermes_sessions.exceptions import CorruptRecordError, StorageError
 from hermes_sessions.protocols import RotationPlan
-from hermes_sessions.testing._support import T0, minutes, record, say, seed
+from hermes_sessions.testing._support import T0, entry_for, minutes, record, say, seed
 
 KEY = "agent:main:telegram:dm:1"
 
@@ -265,3 +266,94 @@ def test_repair_needs_a_directory(tmp_path):
     with pytest.raises(StorageError):
         JSONLBackend.repair(tmp_path / "nowhere")
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_repair_drops_misplaced_headers_and_ignores_foreign_files(backend, directory):
+    """A second header in a session file or the journal is dropped; odd file names are left."""
+    seed(backend, "s1", KEY, say("one"))
+    path = session_file(directory, "s1")
+    header = path.read_bytes().split(b"\n")[0]
+    with path.open("ab") as file:
+        file.write(b"\n" + header + b"\n")
+    journal = directory / "journal.jsonl"
+    with journal.open("ab") as file:
+        file.write(journal.read_bytes().split(b"\n")[0] + b"\n")
+    foreign = directory / "sessions" / "not an id!.jsonl"
+    foreign.write_bytes(b"notes\n")
+    report = JSONLBackend.repair(directory)
+    assert sorted((d.path.name, d.line) for d in report.dropped_lines) == [
+        ("journal.jsonl", 4),
+        ("s1.jsonl", 4),
+    ]
+    assert foreign.read_bytes() == b"notes\n"
+    with JSONLBackend(directory) as repaired:
+        assert [m.content for m in repaired.get_messages("s1")] == ["one"]
+
+
+def test_salvage_keeps_a_complete_last_append(backend, directory):
+    """With a damaged snapshot, a last append that fully landed keeps its lines and activity."""
+    seed(backend, "s1", KEY, say("before"))
+    backend.compact()
+    backend.append_messages("s1", [say("q"), say("a", role="assistant")], touch_at=minutes(5))
+    (directory / "routing.jsonl").write_bytes(b"{}\n")
+    JSONLBackend.repair(directory)
+    with JSONLBackend(directory) as repaired:
+        assert [m.content for m in repaired.get_messages("s1")] == ["before", "q", "a"]
+        assert repaired.get_entry(KEY).updated_at == minutes(5)  # type: ignore[union-attr]
+
+
+def test_salvage_voids_an_append_that_never_landed(backend, directory):
+    """With a damaged snapshot, an announced append with no line on disk records no activity."""
+    seed(backend, "s1", KEY, say("before"))
+    backend.compact()
+    before = session_file(directory, "s1").read_bytes()
+    backend.append_messages("s1", [say("q")], touch_at=minutes(5))
+    session_file(directory, "s1").write_bytes(before)
+    (directory / "routing.jsonl").write_bytes(b"{}\n")
+    JSONLBackend.repair(directory)
+    with JSONLBackend(directory) as repaired:
+        assert [m.content for m in repaired.get_messages("s1")] == ["before"]
+        assert repaired.get_entry(KEY).updated_at == T0  # type: ignore[union-attr]
+
+
+def test_salvage_replays_deletions_of_what_it_could_not_rebuild(backend, directory):
+    """Journal records that remove entries or leases the lost snapshot held are harmless."""
+    seed(backend, "s1", KEY)
+    backend.put_entry(entry_for("agent:main:other:dm:9", "s1"), expected_revision=None)
+    assert backend.acquire_lease("r", "h", ttl=timedelta(minutes=10), now=T0)
+    backend.compact()
+    backend.delete_entry("agent:main:other:dm:9", expected_revision=1)
+    backend.release_lease("r", "h")
+    (directory / "routing.jsonl").write_bytes(b"{}\n")
+    JSONLBackend.repair(directory)
+    with JSONLBackend(directory) as repaired:
+        assert [e.session_key for e in repaired.entries()] == [KEY]
+        assert repaired.acquire_lease("r", "other", ttl=timedelta(minutes=10), now=T0)
+
+
+def test_rebuilt_keys_prefer_open_then_newest_sessions(backend, directory):
+    """A rebuilt key points at its newest open session, even if an ended one started later."""
+    backend.create_session(record("older", session_key=KEY, started_at=T0))
+    backend.create_session(record("open", session_key=KEY, started_at=minutes(10)))
+    backend.create_session(record("closed", session_key=KEY, started_at=minutes(20)))
+    backend.create_session(record("oldest", session_key=KEY, started_at=T0 - timedelta(hours=1)))
+    backend.end_session("closed", "idle", at=minutes(30))
+    (directory / "journal.jsonl").unlink()
+    JSONLBackend.repair(directory)
+    with JSONLBackend(directory) as repaired:
+        assert repaired.get_entry(KEY).session_id == "open"  # type: ignore[union-attr]
+
+
+def test_adopted_file_keeps_the_first_end_reason(backend, directory):
+    """A hand-made file ending a session twice is read with the first reason, as the API does."""
+    seed(backend, "s1", KEY, say("one"))
+    path = session_file(directory, "s1")
+    made = path.read_bytes().replace(b'"s1"', b'"made"')
+    made += b'{"type":"end","tx":1,"reason":"idle","at":"2026-05-01T10:00:00Z"}\n'
+    made += b'{"type":"end","tx":1,"reason":"daily","at":"2026-05-02T10:00:00Z"}\n'
+    session_file(directory, "made").write_bytes(made)
+    assert JSONLBackend.repair(directory).adopted_sessions == ("made",)
+    with JSONLBackend(directory) as repaired:
+        stored = repaired.get_session("made")
+        assert stored is not None
+        assert (stored.end_reason, stored.ended_at) == ("idle", minutes(60))

@@ -235,11 +235,10 @@ class EntryTable:
         return [self.entries[key] for key in keys]
 
     def _forget(self, entry: SessionEntry) -> None:
-        keys = self.keys_by_session.get(entry.session_id)
-        if keys is not None:
-            keys.discard(entry.session_key)
-            if not keys:
-                del self.keys_by_session[entry.session_id]
+        keys = self.keys_by_session[entry.session_id]
+        keys.discard(entry.session_key)
+        if not keys:
+            del self.keys_by_session[entry.session_id]
 
 
 # -- transcripts kept in memory --------------------------------------------------------------------
@@ -432,9 +431,6 @@ class MessageIndex:
     _documents: dict[int, tuple[str, int]] = attrs.Factory(dict)
     _document_ids: dict[tuple[str, int], int] = attrs.Factory(dict)
     _next_document: int = 1
-
-    def __len__(self) -> int:
-        return len(self._documents)
 
     def add(self, message: Message) -> None:
         """Index one stored message (replacing an earlier copy with the same id)."""

@@ -349,7 +349,10 @@ class _Repair:
         return True
 
     def rebuild_entries(self, state: State, disk: dict[str, Loaded]) -> None:
-        """Give every key left without an entry one pointing at its newest session."""
+        """Give every key named by a session record an entry pointing at its newest session.
+
+        Newest means: an open session before an ended one, then the latest start.
+        """
         newest: dict[str, tuple[bool, datetime, str]] = {}
         for session_id, loaded in disk.items():
             record = loaded.session.transcript.record
@@ -359,8 +362,6 @@ class _Repair:
             if record.session_key not in newest or rank > newest[record.session_key]:
                 newest[record.session_key] = rank
         for key, (_, _, session_id) in sorted(newest.items()):
-            if state.table.get(key) is not None:
-                continue
             record = disk[session_id].session.transcript.record
             state.table.put(
                 SessionEntry(

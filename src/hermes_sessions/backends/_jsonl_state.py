@@ -203,7 +203,8 @@ def _apply_change(transcript: Transcript, record: SessionLine) -> None:
         transcript.record = attrs.evolve(current, end_reason=None, ended_at=None)
     elif isinstance(record, Active):
         transcript.set_active(record.ids, active=record.active)
-    elif isinstance(record, Orphan):
+    else:
+        assert isinstance(record, Orphan)  # noqa: S101  # headers never reach here
         transcript.record = attrs.evolve(current, parent_session_id=None)
 
 
