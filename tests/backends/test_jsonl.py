@@ -269,6 +269,7 @@ def test_malformed_line_names_file_and_line(backend, directory):
         (b"[1, 2]", "JSON object"),
         (b'{"type":"message","tx":2,"message":{"role":"user"}}', "id"),
         (b'{"type":"message","tx":2,"message":{"role":"user","id":1}}', "does not follow"),
+        (b'{"type":"message","tx":2,"message":{"role":"user","id":5,"session_id":"s2"}}', "names"),
         (b'{"type":"session","format":1,"tx":2,"next_id":1,"record":{}}', "SessionRecord"),
         (b'{"type":"update","tx":2,"values":{"message_count":3}}', "update_session"),
         (b'{"type":"active","tx":2,"ids":["x"],"active":false}', "integers"),

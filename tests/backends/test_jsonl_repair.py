@@ -357,3 +357,41 @@ def test_adopted_file_keeps_the_first_end_reason(backend, directory):
         stored = repaired.get_session("made")
         assert stored is not None
         assert (stored.end_reason, stored.ended_at) == ("idle", minutes(60))
+
+
+def test_bulk_loading_by_writing_session_files(directory):
+    """Session files written in the documented format are adopted, keys included, no backup."""
+    sessions = directory / "sessions"
+    sessions.mkdir(parents=True)
+    for n in range(3):
+        header = {
+            "type": "session",
+            "format": 1,
+            "tx": 0,
+            "next_id": 2,
+            "record": {
+                "id": f"b{n}",
+                "source": "import",
+                "started_at": "2026-05-01T09:00:00Z",
+                "session_key": f"agent:main:import:dm:{n}",
+            },
+        }
+        message = {
+            "type": "message",
+            "tx": 0,
+            "message": {"id": 1, "role": "user", "content": "hi"},
+        }
+        lines = [json.dumps(header), json.dumps(message)]
+        (sessions / f"b{n}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = JSONLBackend.repair(directory)
+    assert report.changed
+    assert (report.backup, report.rebuilt_index) == (None, True)
+    assert report.adopted_sessions == ("b0", "b1", "b2")
+    with JSONLBackend(directory) as loaded:
+        assert [(e.session_key, e.session_id) for e in loaded.entries()] == [
+            (f"agent:main:import:dm:{n}", f"b{n}") for n in range(3)
+        ]
+        (hello,) = loaded.get_messages("b1")
+        assert hello.content == "hi"
+        (more,) = loaded.append_messages("b1", [say("more")])
+        assert more.id == 2

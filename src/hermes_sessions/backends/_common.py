@@ -17,7 +17,7 @@ from hermes_sessions.models import Message, SessionEntry, SessionRecord
 from hermes_sessions.queries import SearchHit, SessionPage, SessionSummary, make_preview
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from datetime import datetime
 
     from hermes_sessions.protocols import RotationPlan
@@ -293,8 +293,10 @@ class Transcript:
             returned.append(numbered)
         return returned, new
 
-    def add(self, messages: Iterable[Message], *, activity: bool = True) -> None:
+    def add(self, messages: Sequence[Message], *, activity: bool = True) -> None:
         """Store numbered messages; with ``activity`` their times move ``last_active_at``."""
+        if not messages:
+            return
         record = self.record
         added = tools = 0
         times: list[datetime | None] = []

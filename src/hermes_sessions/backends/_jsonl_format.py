@@ -154,19 +154,30 @@ class Fields:
 
 
 def read_message(fields: Fields, data: object, session_id: str) -> Message:
+    """A stored message (it must have its id); the session is the file it came from."""
+    if isinstance(data, dict) and "session_id" not in data:
+        data = {**data, "session_id": session_id}
     message = fields.model(data, Message)
     if message.id is None:
         fields.fail("a stored message needs its id")
-    return attrs.evolve(message, session_id=session_id)
+    if message.session_id != session_id:
+        fields.fail(f"the message names session {message.session_id!r}, not {session_id!r}")
+    return message
 
 
 def message_json(message: Message) -> JSONObject:
-    return unstructure(attrs.evolve(message, session_id=None))
+    """A message as stored: without its session id (the file or record names the session)."""
+    data = unstructure(message)
+    data.pop("session_id", None)
+    return data
 
 
 def record_json(record: SessionRecord) -> JSONObject:
-    # counters are derived from the messages when the file is read
-    return unstructure(attrs.evolve(record, message_count=0, tool_call_count=0))
+    """A record as stored: its message counters are derived from the messages when read."""
+    data = unstructure(record)
+    data.pop("message_count", None)
+    data.pop("tool_call_count", None)
+    return data
 
 
 # -- session files ---------------------------------------------------------------------------------

@@ -52,7 +52,6 @@ from hermes_sessions.backends._jsonl_journal import (
     snapshot_lines,
 )
 from hermes_sessions.backends._jsonl_state import (
-    Loaded,
     State,
     apply_record,
     load_session,
@@ -61,7 +60,7 @@ from hermes_sessions.backends._jsonl_state import (
 from hermes_sessions.backends._jsonl_store import JOURNAL, SNAPSHOT, Store
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.ids import validate_session_id
-from hermes_sessions.models import SessionEntry
+from hermes_sessions.models import SessionEntry, SessionRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -105,8 +104,15 @@ class RepairReport:
 
     @property
     def changed(self) -> bool:
-        """Whether anything was repaired."""
-        return self.backup is not None
+        """Whether anything was repaired, adopted or rebuilt."""
+        return bool(
+            self.backup
+            or self.dropped_lines
+            or self.moved_files
+            or self.adopted_sessions
+            or self.dropped_entries
+            or self.rebuilt_index
+        )
 
 
 @attrs.define
@@ -120,6 +126,7 @@ class _Repair:
     rebuilt: bool = False
     rebuild_needed: bool = False
     """Session files but no index at all: every entry comes from the session records."""
+    created_journal: bool = False
     backed_up: bool = False
 
     # -- backups -----------------------------------------------------------------------------------
@@ -277,12 +284,16 @@ class _Repair:
 
     # -- pass two: the index -----------------------------------------------------------------------
 
-    def on_disk(self) -> dict[str, Loaded]:
+    def on_disk(self, known: State | None) -> dict[str, SessionRecord]:
+        """The record of every readable session file (those ``known`` holds are not re-read)."""
         found = {}
         for path in sorted(self.store.sessions_dir.glob("*.jsonl")):
             with contextlib.suppress(ValueError):
                 session_id = validate_session_id(path.stem)
-                found[session_id] = load_session(path, session_id)
+                cached = None if known is None else known.sessions.get(session_id)
+                if cached is None:
+                    cached = load_session(path, session_id).session
+                found[session_id] = cached.transcript.record
         return found
 
     def open_normally(self) -> State | None:
@@ -293,6 +304,7 @@ class _Repair:
                 return None  # the journal is lost: salvage from the snapshot
             self.rebuild_needed = any(store.sessions_dir.glob("*.jsonl"))
             replace_file(store.journal_path, encode(JournalHeader(0).to_json()), sync=True)
+            self.created_journal = True
         try:
             store.initialize()
             store.sync()
@@ -300,7 +312,7 @@ class _Repair:
             return None
         return store.state
 
-    def salvaged(self, disk: dict[str, Loaded]) -> State:
+    def salvaged(self, disk: dict[str, SessionRecord]) -> State:
         """The index from whatever is readable, when the normal open failed."""
         self.rebuilt = True
         store = self.store
@@ -333,36 +345,34 @@ class _Repair:
         state.last_tx = max([base, *(record.tx for record in records)])
         return state
 
-    def cut_short(self, last: JournalRecord, disk: dict[str, Loaded]) -> bool:
+    def cut_short(self, last: JournalRecord, disk: dict[str, SessionRecord]) -> bool:
         """Whether the last record is a ``write`` whose lines did not all arrive (they are cut)."""
         if not isinstance(last, Write) or last.session not in disk:
             return False
-        loaded = disk[last.session]
-        count, start = trailing_group(loaded.parsed, last.tx)
+        path = self.store.session_path(last.session)
+        count, start = trailing_group(load_session(path, last.session).parsed, last.tx)
         if count >= last.lines:
             return False
         if start is not None:
-            path = self.store.session_path(last.session)
             self.backup(path)
             truncate(path, start, sync=True)
-            disk[last.session] = load_session(path, last.session)
+            disk[last.session] = load_session(path, last.session).session.transcript.record
         return True
 
-    def rebuild_entries(self, state: State, disk: dict[str, Loaded]) -> None:
+    def rebuild_entries(self, state: State, disk: dict[str, SessionRecord]) -> None:
         """Give every key named by a session record an entry pointing at its newest session.
 
         Newest means: an open session before an ended one, then the latest start.
         """
         newest: dict[str, tuple[bool, datetime, str]] = {}
-        for session_id, loaded in disk.items():
-            record = loaded.session.transcript.record
+        for session_id, record in disk.items():
             if record.session_key is None:
                 continue
             rank = (not record.is_ended, record.started_at, session_id)
             if record.session_key not in newest or rank > newest[record.session_key]:
                 newest[record.session_key] = rank
         for key, (_, _, session_id) in sorted(newest.items()):
-            record = disk[session_id].session.transcript.record
+            record = disk[session_id]
             state.table.put(
                 SessionEntry(
                     session_key=key,
@@ -374,7 +384,7 @@ class _Repair:
                 )
             )
 
-    def finish(self, state: State, disk: dict[str, Loaded]) -> None:
+    def finish(self, state: State, disk: dict[str, SessionRecord]) -> None:
         """Reconcile the index with the files and write a fresh snapshot and journal."""
         listed = set(state.sessions)
         self.adopted.extend(sorted(set(disk) - listed))
@@ -392,7 +402,8 @@ class _Repair:
         if self.backed_up or self.adopted or self.dropped_entries or self.rebuilt:
             for name in (JOURNAL, SNAPSHOT):
                 path = store.directory / name
-                if path.exists() and not self.backed_up_path(path):
+                fresh = name == JOURNAL and self.created_journal
+                if path.exists() and not fresh and not self.backed_up_path(path):
                     self.backup(path)
         # Always a fresh snapshot and journal with new versions: every process using the
         # directory notices the new journal and re-reads every session file.
@@ -429,7 +440,7 @@ def repair(directory: Path, *, lock_timeout: float) -> RepairReport:
         with store.exclusive():
             fixer.fix_lines()
             state = fixer.open_normally()
-            disk = fixer.on_disk()
+            disk = fixer.on_disk(state)
             if state is None:
                 state = fixer.salvaged(disk)
             fixer.finish(state, disk)

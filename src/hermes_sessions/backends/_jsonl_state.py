@@ -145,7 +145,9 @@ def load_session(path: Path, session_id: str) -> Loaded:
     _check_order(group, 1, path)
     group_ids = [p[1].message.id or 0 for p in group if isinstance(p[1], MessageLine)]
     _check_order(parsed[1 + len(group) :], max([header.next_id, *(i + 1 for i in group_ids)]), path)
-    record = attrs.evolve(header.record, message_count=0, tool_call_count=0)
+    record = header.record
+    if record.message_count or record.tool_call_count:  # a hand-made file; derived below
+        record = attrs.evolve(record, message_count=0, tool_call_count=0)
     transcript = Transcript(record=record, next_id=header.next_id)
     apply_lines(transcript, (p[1] for p in parsed[1:]), quiet_tx=header.tx)
     return Loaded(SessionFile(transcript, chunk.end, chunk.last_line), parsed, chunk)
