@@ -374,6 +374,7 @@ def test_bulk_loading_by_writing_session_files(directory):
                 "source": "import",
                 "started_at": "2026-05-01T09:00:00Z",
                 "session_key": f"agent:main:import:dm:{n}",
+                "message_count": 7,  # derived from the messages, whatever the file says
             },
         }
         message = {
@@ -393,5 +394,6 @@ def test_bulk_loading_by_writing_session_files(directory):
         ]
         (hello,) = loaded.get_messages("b1")
         assert hello.content == "hi"
+        assert loaded.get_session("b1").message_count == 1  # type: ignore[union-attr]
         (more,) = loaded.append_messages("b1", [say("more")])
         assert more.id == 2

@@ -39,6 +39,7 @@ from hermes_sessions.backends._jsonl_journal import (
     Remove,
     Touch,
 )
+from hermes_sessions.backends._jsonl_repair import DroppedLine, RepairReport, repair
 from hermes_sessions.backends._jsonl_store import Store
 from hermes_sessions.exceptions import HermesSessionsError, StorageError
 from hermes_sessions.ids import validate_session_id
@@ -50,13 +51,12 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
     from types import TracebackType
 
-    from hermes_sessions.backends._jsonl_repair import RepairReport
     from hermes_sessions.backends._jsonl_state import SessionFile, State
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
 
-__all__ = ["JSONLBackend"]
+__all__ = ["DroppedLine", "JSONLBackend", "RepairReport"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -176,8 +176,6 @@ class JSONLBackend:
         ``docs/jsonl.md`` for exactly what can be lost. Safe while other processes use the
         directory: they reload what changed.
         """
-        from hermes_sessions.backends._jsonl_repair import repair  # noqa: PLC0415  # rarely used
-
         return _wrapped(repair)(Path(directory), lock_timeout=lock_timeout)
 
     # -- routing index -----------------------------------------------------------------------------
