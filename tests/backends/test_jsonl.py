@@ -302,6 +302,18 @@ def test_every_malformed_session_line_is_reported(backend, directory, line, reas
     assert (info.value.path, info.value.line) == (path, 3)
 
 
+def test_failed_open_leaves_no_open_file(backend, directory):
+    """Opening a damaged directory again and again does not leak file descriptors."""
+    seed(backend, "s1", None, say("one"))
+    with session_file(directory, "s1").open("ab") as file:
+        file.write(b"garbage\n")
+    before = len(list(Path("/proc/self/fd").iterdir()))
+    for _ in range(5):
+        with pytest.raises(CorruptRecordError):
+            JSONLBackend(directory)
+    assert len(list(Path("/proc/self/fd").iterdir())) == before
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -157,9 +157,13 @@ class Store:
             poll_interval=_POLL_INTERVAL,
         )
         if open_now:
-            with self._mutex, self.exclusive():
-                self.initialize()
-                self.sync()
+            try:
+                with self._mutex, self.exclusive():
+                    self.initialize()
+                    self.sync()
+            except BaseException:
+                self.close()  # no descriptor outlives a failed open
+                raise
 
     # -- locking -----------------------------------------------------------------------------------
 
