@@ -146,6 +146,26 @@ def test_non_numeric_increments_write_nothing(backend, directory):
     assert (directory / "journal.jsonl").stat().st_size == size
 
 
+def test_values_that_are_not_json_write_nothing(backend, directory):
+    """A message, record or plan holding a non-JSON value raises TypeError before any write."""
+    seed(backend, "s1", KEY)
+    size = (directory / "journal.jsonl").stat().st_size
+    with pytest.raises(TypeError):
+        backend.append_messages("s1", [say("x", extra={"when": object()})])
+    with pytest.raises(TypeError):
+        backend.update_session("s1", values={"metadata": {"tags": {"a", "b"}}})
+    with pytest.raises(TypeError):
+        backend.create_session(record("s2", model_config={"f": object()}))
+    with pytest.raises(TypeError):
+        backend.replace_messages("s1", [say("x", extra={"when": object()})])
+    with pytest.raises(TypeError):
+        backend.apply(RotationPlan(at=T0, create=record("s3", metadata={"x": object()})))
+    assert (directory / "journal.jsonl").stat().st_size == size
+    assert backend.get_session("s2") is None
+    assert backend.get_session("s3") is None
+    assert sorted(p.name for p in (directory / "sessions").iterdir()) == ["s1.jsonl"]
+
+
 def test_duplicate_append_still_records_activity(backend):
     """A redelivered message is not stored again but still counts as activity on the key."""
     seed(backend, "s1", KEY, say("hi", platform_message_id="p"))
