@@ -29,15 +29,19 @@ from hermes_sessions.backends._jsonl_format import (
     read_message,
     record_json,
 )
+from hermes_sessions.backends._jsonl_io import read_chunk
+from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.models import Message, SessionEntry, SessionRecord
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
+    from hermes_sessions.backends._jsonl_io import Line
     from hermes_sessions.models import JSONObject
 
 __all__ = [
+    "EMPTY_SNAPSHOT",
     "Commit",
     "Create",
     "Delete",
@@ -50,16 +54,20 @@ __all__ = [
     "Release",
     "Remove",
     "Rewrite",
+    "Snapshot",
     "SnapshotHeader",
     "Touch",
     "Void",
     "Write",
     "parse_journal",
+    "parse_records",
     "parse_snapshot_line",
+    "read_snapshot",
     "snapshot_lines",
 ]
 
 _PAIR: Final = 2
+_LEASE: Final = 3
 
 
 # -- the journal -----------------------------------------------------------------------------------
@@ -455,3 +463,68 @@ def parse_snapshot_line(
     if kind == "session":
         return (fields.session_id("id"), fields.integer("version"))
     return fields.fail(f"unknown snapshot line {kind!r}")
+
+
+@attrs.frozen
+class Snapshot:
+    """``routing.jsonl`` as read: the state of the index up to ``last_tx``."""
+
+    last_tx: int
+    entries: list[SessionEntry]
+    leases: dict[str, tuple[str, datetime]]
+    versions: dict[str, int]
+
+
+EMPTY_SNAPSHOT: Final = Snapshot(0, [], {}, {})
+"""What a directory that was never compacted starts from."""
+
+
+def read_snapshot(path: Path) -> Snapshot | None:
+    """Read a whole snapshot file (``None`` if there is none); refuse one that is incomplete."""
+    try:
+        chunk = read_chunk(path, offset=0, first_line=1)
+    except FileNotFoundError:
+        return None
+    parsed = [parse_snapshot_line(line.data, path=path, line=line.number) for line in chunk.lines]
+    header = parsed[0] if parsed else None
+    if not isinstance(header, SnapshotHeader):
+        raise CorruptRecordError("the snapshot starts with its header", path=path, line=1)
+    entries = [p for p in parsed if isinstance(p, SessionEntry)]
+    leases = {p[0]: (p[1], p[2]) for p in parsed if isinstance(p, tuple) and len(p) == _LEASE}
+    versions = {p[0]: p[1] for p in parsed if isinstance(p, tuple) and len(p) == _PAIR}
+    if chunk.torn or (len(entries), len(leases), len(versions)) != (
+        header.entries,
+        header.leases,
+        header.sessions,
+    ):
+        raise CorruptRecordError("the snapshot is incomplete; run JSONLBackend.repair()", path=path)
+    return Snapshot(header.last_tx, entries, leases, versions)
+
+
+def parse_records(
+    lines: Sequence[Line], path: Path, *, after: int, skip: bool
+) -> list[JournalRecord]:
+    """Parse journal lines that follow transaction ``after``, checking their order.
+
+    The header (line 1) is passed over. With ``skip``, records up to ``after`` are dropped (a
+    snapshot already covers them: a compaction was cut short); otherwise every record must come
+    after it. A ``commit`` or ``void`` repeats the transaction it closes.
+    """
+    records: list[JournalRecord] = []
+    last = after
+    for line in lines:
+        record = parse_journal(line.data, path=path, line=line.number)
+        if isinstance(record, JournalHeader):
+            if line.number == 1:
+                continue
+            raise CorruptRecordError("a second journal header", path=path, line=line.number)
+        if skip and record.tx <= after:
+            continue
+        follows = record.tx == last if isinstance(record, Commit | Void) else record.tx > last
+        if not follows:
+            raise CorruptRecordError(
+                f"transaction {record.tx} is out of order after {last}", path=path, line=line.number
+            )
+        last = record.tx
+        records.append(record)
+    return records

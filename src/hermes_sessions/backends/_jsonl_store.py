@@ -24,10 +24,8 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
-import attrs
 import filelock
 
 from hermes_sessions.backends._common import EntryTable
@@ -45,6 +43,7 @@ from hermes_sessions.backends._jsonl_io import (
     truncate,
 )
 from hermes_sessions.backends._jsonl_journal import (
+    EMPTY_SNAPSHOT,
     Commit,
     Create,
     JournalHeader,
@@ -52,11 +51,12 @@ from hermes_sessions.backends._jsonl_journal import (
     Plan,
     Remove,
     Rewrite,
-    SnapshotHeader,
+    Snapshot,
     Void,
     Write,
     parse_journal,
-    parse_snapshot_line,
+    parse_records,
+    read_snapshot,
     snapshot_lines,
 )
 from hermes_sessions.backends._jsonl_state import (
@@ -79,17 +79,16 @@ from hermes_sessions.exceptions import (
     StorageError,
 )
 from hermes_sessions.ids import validate_session_id
-from hermes_sessions.models import SessionEntry
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
+    from datetime import datetime
     from pathlib import Path
 
     from hermes_sessions.backends._jsonl_format import SessionLine
-    from hermes_sessions.backends._jsonl_io import Line
     from hermes_sessions.backends._jsonl_journal import NewSession
 
-__all__ = ["Snapshot", "Store"]
+__all__ = ["Store"]
 
 _POLL_INTERVAL: Final = 0.002
 """Seconds between attempts on a contended directory lock (filelock polls)."""
@@ -99,18 +98,6 @@ SNAPSHOT: Final = "routing.jsonl"
 SESSIONS: Final = "sessions"
 LOCK: Final = ".lock"
 
-
-@attrs.frozen
-class Snapshot:
-    """``routing.jsonl`` as read: the state of the index up to ``last_tx``."""
-
-    last_tx: int
-    entries: list[SessionEntry]
-    leases: dict[str, tuple[str, datetime]]
-    versions: dict[str, int]
-
-
-_EMPTY: Final = Snapshot(0, [], {}, {})
 
 Change = Loaded | Tail | None
 """What catching up does to one cached session: reload it, extend it, or drop it (``None``)."""
@@ -274,7 +261,7 @@ class Store:
         snapshot = self.read_snapshot()
         fd = os.open(self.journal_path, os.O_RDWR | os.O_APPEND)
         try:
-            base = snapshot or _EMPTY
+            base = snapshot or EMPTY_SNAPSHOT
             self._check_journal_header(fd, base)
             if self._journal_fd is not None:
                 os.close(self._journal_fd)
@@ -306,26 +293,7 @@ class Store:
 
     def read_snapshot(self) -> Snapshot | None:
         """Read ``routing.jsonl`` (``None`` if there is none yet)."""
-        path = self.snapshot_path
-        try:
-            chunk = read_chunk(path, offset=0, first_line=1)
-        except FileNotFoundError:
-            return None
-        parsed = [
-            parse_snapshot_line(line.data, path=path, line=line.number) for line in chunk.lines
-        ]
-        header = parsed[0] if parsed else None
-        if not isinstance(header, SnapshotHeader):
-            raise CorruptRecordError("the snapshot starts with its header", path=path, line=1)
-        entries = [p for p in parsed if isinstance(p, SessionEntry)]
-        leases = {p[0]: (p[1], p[2]) for p in parsed if isinstance(p, tuple) and len(p) == 3}  # noqa: PLR2004
-        versions = {p[0]: p[1] for p in parsed if isinstance(p, tuple) and len(p) == 2}  # noqa: PLR2004
-        counts = (len(entries), len(leases), len(versions))
-        if chunk.torn or counts != (header.entries, header.leases, header.sessions):
-            raise CorruptRecordError(
-                "the snapshot is incomplete; run JSONLBackend.repair()", path=path
-            )
-        return Snapshot(header.last_tx, entries, leases, versions)
+        return read_snapshot(self.snapshot_path)
 
     def _advance(self, base: Snapshot | None) -> None:
         """Apply the journal records after the current offset (on top of ``base``, if given)."""
@@ -339,7 +307,10 @@ class Store:
             )
             if chunk.torn:  # an announcement cut short: its change never started
                 os.ftruncate(self._journal_fd, chunk.end)
-            records = self._records(chunk.lines, base)
+            last = base.last_tx if base is not None else self.state.last_tx
+            records = parse_records(
+                chunk.lines, self.journal_path, after=last, skip=base is not None
+            )
             if records and self._settle(records):
                 continue
             changes = self._gather(records, base)
@@ -349,31 +320,6 @@ class Store:
             self._journal_offset = chunk.end
             self._journal_line = chunk.last_line
             return
-
-    def _records(self, lines: Sequence[Line], base: Snapshot | None) -> list[JournalRecord]:
-        """Parse journal lines; skip the header and what the snapshot covers; check the order."""
-        records: list[JournalRecord] = []
-        last = base.last_tx if base is not None else self.state.last_tx
-        for line in lines:
-            record = parse_journal(line.data, path=self.journal_path, line=line.number)
-            if isinstance(record, JournalHeader):
-                if line.number == 1:
-                    continue
-                raise CorruptRecordError(
-                    "a second journal header", path=self.journal_path, line=line.number
-                )
-            if base is not None and record.tx <= base.last_tx:
-                continue  # already in the snapshot (a compaction was cut short)
-            follows = record.tx == last if isinstance(record, Commit | Void) else record.tx > last
-            if not follows:
-                raise CorruptRecordError(
-                    f"transaction {record.tx} is out of order after {last}",
-                    path=self.journal_path,
-                    line=line.number,
-                )
-            last = record.tx
-            records.append(record)
-        return records
 
     def _gather(self, records: list[JournalRecord], base: Snapshot | None) -> dict[str, Change]:
         """Phase one: read and check every session file the records (or the snapshot) changed."""
