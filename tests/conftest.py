@@ -9,6 +9,7 @@ import pytest
 from hypothesis import settings
 
 from hermes_sessions.backends.inmemory import InMemoryBackend
+from hermes_sessions.backends.jsonl import JSONLBackend
 from hermes_sessions.backends.sqlite import SQLiteBackend
 from hermes_sessions.store import SessionStore
 from hermes_sessions.testing import FrozenClock
@@ -33,6 +34,7 @@ START = datetime(2026, 5, 12, 1, 0, tzinfo=UTC)  # 09:00 in Shanghai
 BACKENDS: dict[str, Callable[[Path], Backend]] = {
     "memory": lambda _path: InMemoryBackend(),
     "sqlite": lambda path: SQLiteBackend(path / "state.db"),
+    "jsonl": lambda path: JSONLBackend(path / "sessions"),
 }
 
 

@@ -40,7 +40,7 @@ def run_turns(kind: str, home: Path, worker: int) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["sqlite"])
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
 def test_processes_share_one_session_per_key(kind, tmp_path):
     """Concurrent turns from 8 processes: exactly one session per key, every message once."""
     context = multiprocessing.get_context("spawn")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hermes_sessions.backends.inmemory import InMemoryBackend
+from hermes_sessions.backends.jsonl import JSONLBackend
 from hermes_sessions.backends.sqlite import SQLiteBackend
 from hermes_sessions.testing import BackendContract
 
@@ -27,3 +28,11 @@ class TestSQLiteBackend(BackendContract):
     def make_backend(self, directory: Path) -> SQLiteBackend:
         """A backend on ``<directory>/state.db`` (reopening reaches the same data)."""
         return SQLiteBackend(directory / "state.db")
+
+
+class TestJSONLBackend(BackendContract):
+    """The JSONL files backend (full durability, as deployed)."""
+
+    def make_backend(self, directory: Path) -> JSONLBackend:
+        """A JSONL backend on ``directory`` (created on first use)."""
+        return JSONLBackend(directory)

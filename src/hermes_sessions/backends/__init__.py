@@ -14,13 +14,15 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from hermes_sessions.backends.inmemory import InMemoryBackend
+    from hermes_sessions.backends.jsonl import JSONLBackend
     from hermes_sessions.backends.sqlite import SQLiteBackend
     from hermes_sessions.protocols import Backend
 
-__all__ = ["InMemoryBackend", "SQLiteBackend", "open_backend"]
+__all__ = ["InMemoryBackend", "JSONLBackend", "SQLiteBackend", "open_backend"]
 
 _MODULES = {
     "InMemoryBackend": "hermes_sessions.backends.inmemory",
+    "JSONLBackend": "hermes_sessions.backends.jsonl",
     "SQLiteBackend": "hermes_sessions.backends.sqlite",
 }
 
@@ -28,7 +30,8 @@ _MODULES = {
 def open_backend(kind: str, home: Path | None = None) -> Backend:
     """Open the backend ``kind`` (``sqlite``, ``jsonl`` or ``memory``) under ``home``.
 
-    ``home`` defaults to :func:`~hermes_sessions.paths.default_home`.
+    ``sqlite`` keeps ``<home>/state.db``; ``jsonl`` keeps ``<home>/sessions/``; ``memory`` keeps
+    nothing. ``home`` defaults to :func:`~hermes_sessions.paths.default_home`.
     """
     if kind == "memory":
         from hermes_sessions.backends.inmemory import InMemoryBackend  # noqa: PLC0415
@@ -39,6 +42,11 @@ def open_backend(kind: str, home: Path | None = None) -> Backend:
         from hermes_sessions.backends.sqlite import SQLiteBackend  # noqa: PLC0415
 
         return SQLiteBackend.in_home(home)
+    if kind == "jsonl":
+        from hermes_sessions.backends.jsonl import JSONLBackend  # noqa: PLC0415
+        from hermes_sessions.paths import default_home  # noqa: PLC0415
+
+        return JSONLBackend((home if home is not None else default_home()) / "sessions")
     raise ValueError(f"unknown backend {kind!r}; choose 'sqlite', 'jsonl' or 'memory'")
 
 

@@ -1,0 +1,226 @@
+"""File primitives of the JSONL backend: private files, whole-line appends, atomic rewrites.
+
+* Appends write whole lines with one ``write()`` on an ``O_APPEND`` descriptor (continued only
+  if the kernel wrote less, which regular files do only when the disk fills up); a failure
+  part-way truncates the file back to where the append started.
+* Rewrites go through a temporary file in the same directory: write, ``fsync``, ``rename`` over
+  the target, ``fsync`` the directory.
+* Reads return complete lines only; bytes after the last newline are a *torn* tail (a write cut
+  short by a crash), reported but never parsed.
+
+Every file is created ``0600`` and every directory ``0700``. ``sync=False`` skips the
+``fsync`` calls (the ``durability="normal"`` mode).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from hermes_sessions.exceptions import CorruptRecordError, StorageError
+from hermes_sessions.models import JSONObject
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = [
+    "PRIVATE_DIR",
+    "PRIVATE_FILE",
+    "Chunk",
+    "Line",
+    "append_journal",
+    "append_lines",
+    "create_file",
+    "fsync_dir",
+    "make_private_dir",
+    "parse_chunk",
+    "read_chunk",
+    "read_chunk_at",
+    "replace_file",
+    "temp_path",
+    "truncate",
+]
+
+PRIVATE_FILE: Final = 0o600
+PRIVATE_DIR: Final = 0o700
+
+
+@attrs.frozen
+class Line:
+    """One complete line: its 1-based number, where it starts, and its JSON object."""
+
+    number: int
+    start: int
+    data: JSONObject
+
+
+@attrs.frozen
+class Chunk:
+    """The complete lines of a file from some offset on."""
+
+    lines: list[Line]
+    end: int
+    """The offset just after the last complete line (where reading should resume)."""
+    last_line: int
+    """The number of the last complete line (the line before the first one if there is none)."""
+    torn: bool
+    """Whether bytes without a final newline follow ``end`` (a torn last line)."""
+
+
+def parse_chunk(data: bytes, *, offset: int, first_line: int, path: Path) -> Chunk:
+    """Split ``data`` (read at ``offset``) into lines and decode each; see :class:`Chunk`.
+
+    A complete line that is not a JSON object raises ``CorruptRecordError`` naming the line.
+    Blank lines are skipped (they hold nothing), but counted.
+    """
+    lines: list[Line] = []
+    position = 0
+    number = first_line - 1
+    while True:
+        newline = data.find(b"\n", position)
+        if newline < 0:
+            break
+        number += 1
+        raw = data[position:newline]
+        if raw.strip():
+            try:
+                decoded = json.loads(raw)
+            except ValueError as error:  # includes invalid UTF-8
+                raise CorruptRecordError(
+                    f"not a JSON line ({error})", path=path, line=number
+                ) from error
+            if not isinstance(decoded, dict):
+                raise CorruptRecordError("a line must be a JSON object", path=path, line=number)
+            lines.append(Line(number, offset + position, decoded))
+        position = newline + 1
+    return Chunk(lines, offset + position, number, torn=position < len(data))
+
+
+def read_chunk(path: Path, *, offset: int, first_line: int) -> Chunk:
+    """Read the complete lines of ``path`` from ``offset`` (line ``first_line``) to its end."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return read_chunk_at(fd, path, offset=offset, first_line=first_line)
+    finally:
+        os.close(fd)
+
+
+def read_chunk_at(fd: int, path: Path, *, offset: int, first_line: int) -> Chunk:
+    """:func:`read_chunk` through an open descriptor (the journal keeps one)."""
+    size = os.fstat(fd).st_size
+    parts = []
+    position = offset
+    while position < size:
+        part = os.pread(fd, size - position, position)
+        if not part:  # the file shrank meanwhile (it never does under the lock)
+            break
+        parts.append(part)
+        position += len(part)
+    return parse_chunk(b"".join(parts), offset=offset, first_line=first_line, path=path)
+
+
+def _write_all(fd: int, data: bytes, start: int) -> None:
+    """Write ``data`` at the end of ``fd``; on failure, cut the file back to ``start``."""
+    view = memoryview(data)
+    written = 0
+    try:
+        while written < len(data):
+            written += os.write(fd, view[written:])
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, start)
+        raise
+
+
+def append_lines(path: Path, data: bytes, *, expected_size: int, sync: bool) -> None:
+    """Append whole lines to an existing file that must be ``expected_size`` bytes long.
+
+    Raises ``StorageError`` (writing nothing) if it is not: the caller checked the file under
+    the directory lock, so a difference means another program is writing to it.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        size = os.fstat(fd).st_size
+        if size != expected_size:
+            raise StorageError(
+                f"{path} is {size} bytes, {expected_size} expected: another program is writing "
+                "to it; stop it, then run JSONLBackend.repair()"
+            )
+        _write_all(fd, data, size)
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append_journal(fd: int, data: bytes, *, sync: bool) -> None:
+    """Append whole lines to the journal through its open ``O_APPEND`` descriptor."""
+    _write_all(fd, data, os.fstat(fd).st_size)
+    if sync:
+        os.fsync(fd)
+
+
+def create_file(path: Path, data: bytes, *, sync: bool) -> None:
+    """Create (or overwrite) ``path`` with ``data``, private, and make it durable."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    try:
+        _write_all(fd, data, 0)
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    if sync:
+        fsync_dir(path.parent)
+
+
+def temp_path(path: Path) -> Path:
+    """The temporary file a rewrite of ``path`` goes through (hidden, never a session id)."""
+    return path.with_name(f".{path.name}.tmp")
+
+
+def replace_file(path: Path, data: bytes, *, sync: bool) -> None:
+    """Replace ``path`` atomically: temp file, ``fsync``, ``rename``, ``fsync`` the directory."""
+    temporary = temp_path(path)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    try:
+        _write_all(fd, data, 0)
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    temporary.replace(path)
+    if sync:
+        fsync_dir(path.parent)
+
+
+def truncate(path: Path, size: int, *, sync: bool) -> None:
+    """Cut ``path`` back to ``size`` bytes."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, size)
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the directory's entries (new, renamed or removed files) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` (mode ``0700``) unless it exists; parents are created as needed."""
+    if path.is_dir():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=PRIVATE_DIR)

@@ -1,0 +1,449 @@
+"""``JSONLBackend.repair``: make a damaged data directory usable again, keeping a backup.
+
+Under the directory lock, in two passes:
+
+1. **Lines.** Every file is read line by line. Unreadable lines (not JSON, not a known record,
+   a message id that goes backwards) and torn last lines are dropped; every readable line is
+   kept. A session file whose header is unreadable is moved to the backup whole. A file is
+   copied to ``backups/repair-<time>/`` (mode ``0600``) before it is changed.
+2. **Index.** The directory is opened the normal way, which completes an unfinished rotation.
+   If that still fails (a lost journal or snapshot, a session file that disappeared), the
+   routing index is rebuilt from what is readable: the snapshot's entries, then the journal's.
+   Either way, session files the index does not list are adopted, entries pointing at missing
+   sessions are dropped, keys left without any entry after a lost index get one pointing at
+   their newest session, and a fresh snapshot and journal are written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from hermes_sessions.backends._common import EntryTable
+from hermes_sessions.backends._jsonl_format import (
+    Header,
+    MessageLine,
+    SessionLine,
+    encode,
+    parse_session_line,
+)
+from hermes_sessions.backends._jsonl_io import (
+    PRIVATE_FILE,
+    make_private_dir,
+    replace_file,
+    truncate,
+)
+from hermes_sessions.backends._jsonl_journal import (
+    Commit,
+    JournalHeader,
+    JournalRecord,
+    Plan,
+    SnapshotHeader,
+    Void,
+    Write,
+    parse_journal,
+    parse_snapshot_line,
+    snapshot_lines,
+)
+from hermes_sessions.backends._jsonl_state import (
+    State,
+    apply_record,
+    load_session,
+    trailing_group,
+)
+from hermes_sessions.backends._jsonl_store import JOURNAL, SNAPSHOT, Store
+from hermes_sessions.exceptions import CorruptRecordError
+from hermes_sessions.ids import validate_session_id
+from hermes_sessions.models import SessionEntry, SessionRecord
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from hermes_sessions.models import JSONObject
+
+__all__ = ["DroppedLine", "RepairReport", "repair"]
+
+BACKUPS: Final = "backups"
+_LEASE: Final = 3  # a snapshot lease line reads as (resource, holder, until)
+_VERSION: Final = 2  # a snapshot session line reads as (session_id, version)
+
+
+@attrs.frozen(kw_only=True)
+class DroppedLine:
+    """A line ``repair`` removed, and why (the original is in the backup)."""
+
+    path: Path
+    line: int
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class RepairReport:
+    """What ``JSONLBackend.repair`` did.
+
+    .. versionadded:: 0.1.0
+    """
+
+    backup: Path | None = None
+    """The directory holding a copy of every file changed (``None``: nothing was changed)."""
+    dropped_lines: tuple[DroppedLine, ...] = ()
+    moved_files: tuple[Path, ...] = ()
+    """Session files without a readable header, moved into the backup whole."""
+    adopted_sessions: tuple[str, ...] = ()
+    """Session files the index did not list, listed now."""
+    dropped_entries: tuple[str, ...] = ()
+    """Keys whose entry pointed at a session that no longer exists."""
+    rebuilt_index: bool = False
+    """Whether the routing index had to be rebuilt (from the snapshot, journal and sessions)."""
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything was repaired, adopted or rebuilt."""
+        return bool(
+            self.backup
+            or self.dropped_lines
+            or self.moved_files
+            or self.adopted_sessions
+            or self.dropped_entries
+            or self.rebuilt_index
+        )
+
+
+@attrs.define
+class _Repair:
+    store: Store
+    backup_dir: Path
+    dropped: list[DroppedLine] = attrs.Factory(list)
+    moved: list[Path] = attrs.Factory(list)
+    adopted: list[str] = attrs.Factory(list)
+    dropped_entries: list[str] = attrs.Factory(list)
+    rebuilt: bool = False
+    rebuild_needed: bool = False
+    """Session files but no index at all: every entry comes from the session records."""
+    created_journal: bool = False
+    backed_up: bool = False
+
+    # -- backups -----------------------------------------------------------------------------------
+
+    def backup(self, path: Path, *, move: bool = False) -> None:
+        """Copy (or move) ``path`` into the backup directory, keeping its relative place."""
+        target = self.backup_dir / path.relative_to(self.store.directory)
+        make_private_dir(self.store.directory / BACKUPS)
+        make_private_dir(self.backup_dir)
+        make_private_dir(target.parent)
+        if move:
+            path.replace(target)
+        else:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+            with os.fdopen(fd, "wb") as copy:
+                copy.write(path.read_bytes())
+        self.backed_up = True
+
+    def rewrite(self, path: Path, lines: list[bytes]) -> None:
+        self.backup(path)
+        replace_file(path, b"".join(lines), sync=True)
+
+    # -- pass one: lines ---------------------------------------------------------------------------
+
+    def lines(
+        self, path: Path, read: Callable[[JSONObject, int], object]
+    ) -> tuple[list[tuple[int, bytes, object]], bool]:
+        """The readable lines of ``path`` and whether any line was dropped.
+
+        Each kept line is ``(number, bytes, what read() made of it)``.
+        """
+        pieces = path.read_bytes().split(b"\n")
+        kept: list[tuple[int, bytes, object]] = []
+        dropped = False
+        for number, piece in enumerate(pieces[:-1], 1):
+            if not piece.strip():
+                continue
+            try:
+                data = json.loads(piece)
+                if not isinstance(data, dict):
+                    self.drop(path, number, "a line must be a JSON object")
+                    dropped = True
+                    continue
+                kept.append((number, piece + b"\n", read(data, number)))
+            except ValueError as error:  # CorruptRecordError is a ValueError too
+                reason = error.reason if isinstance(error, CorruptRecordError) else str(error)
+                self.drop(path, number, reason)
+                dropped = True
+        if pieces[-1]:
+            self.drop(path, len(pieces), "torn last line (a write cut short)")
+            dropped = True
+        return kept, dropped
+
+    def drop(self, path: Path, line: int, reason: str) -> None:
+        self.dropped.append(DroppedLine(path=path, line=line, reason=reason))
+
+    def fix_session(self, path: Path, session_id: str) -> None:
+        def read(data: JSONObject, number: int) -> SessionLine:
+            return parse_session_line(data, path=path, line=number, session_id=session_id)
+
+        kept, changed = self.lines(path, read)
+        header = kept[0][2] if kept else None
+        if not isinstance(header, Header):
+            self.backup(path, move=True)
+            self.moved.append(path)
+            return
+        good = [kept[0][1]]
+        next_id = 1
+        in_group = True
+        for number, raw, record in kept[1:]:
+            assert isinstance(record, SessionLine)  # noqa: S101  # made by read()
+            if in_group and record.tx != header.tx:
+                in_group = False
+                next_id = max(next_id, header.next_id)
+            if isinstance(record, Header):
+                self.drop(path, number, "a second session header")
+                changed = True
+                continue
+            if isinstance(record, MessageLine):
+                message_id = record.message.id or 0
+                if message_id < next_id:
+                    self.drop(
+                        path, number, f"message id {message_id} does not follow {next_id - 1}"
+                    )
+                    changed = True
+                    continue
+                next_id = message_id + 1
+            good.append(raw)
+        if changed:
+            self.rewrite(path, good)
+
+    def fix_journal(self, path: Path) -> None:
+        def read(data: JSONObject, number: int) -> JournalHeader | JournalRecord:
+            return parse_journal(data, path=path, line=number)
+
+        kept, changed = self.lines(path, read)
+        header = kept[0][2] if kept else None
+        if isinstance(header, JournalHeader):
+            good, last = [kept[0][1]], header.base_tx
+            kept = kept[1:]
+        else:  # the header is lost: continue from the start (the snapshot wins where it covers)
+            good, last = [encode(JournalHeader(0).to_json())], 0
+            changed = True
+        for number, raw, record in kept:
+            assert isinstance(record, JournalHeader | JournalRecord)  # noqa: S101
+            if isinstance(record, JournalHeader):
+                follows = False
+            elif isinstance(record, Commit | Void):
+                follows = record.tx == last
+            else:
+                follows = record.tx > last
+            if not follows:
+                self.drop(path, number, "a record out of order")
+                changed = True
+                continue
+            assert not isinstance(record, JournalHeader)  # noqa: S101
+            last = record.tx
+            good.append(raw)
+        if changed:
+            self.rewrite(path, good)
+
+    def fix_snapshot(self, path: Path) -> None:
+        def read(data: JSONObject, number: int) -> object:
+            return parse_snapshot_line(data, path=path, line=number)
+
+        kept, changed = self.lines(path, read)
+        header = kept[0][2] if kept else None
+        if not isinstance(header, SnapshotHeader):
+            self.backup(path, move=True)
+            self.moved.append(path)
+            self.rebuilt = True
+            return
+        body = [(raw, record) for _, raw, record in kept[1:]]
+        counts = (
+            sum(isinstance(r, SessionEntry) for _, r in body),
+            sum(isinstance(r, tuple) and len(r) == _LEASE for _, r in body),
+            sum(isinstance(r, tuple) and len(r) == _VERSION for _, r in body),
+        )
+        if changed or counts != (header.entries, header.leases, header.sessions):
+            fixed = attrs.evolve(header, entries=counts[0], leases=counts[1], sessions=counts[2])
+            self.rewrite(path, [encode(fixed.to_json())] + [raw for raw, _ in body])
+
+    def fix_lines(self) -> None:
+        store = self.store
+        for path in sorted(store.sessions_dir.glob("*.jsonl")):
+            try:
+                session_id = validate_session_id(path.stem)
+            except ValueError:
+                continue
+            self.fix_session(path, session_id)
+        if store.journal_path.exists():
+            self.fix_journal(store.journal_path)
+        if store.snapshot_path.exists():
+            self.fix_snapshot(store.snapshot_path)
+
+    # -- pass two: the index -----------------------------------------------------------------------
+
+    def on_disk(self, known: State | None) -> dict[str, SessionRecord]:
+        """The record of every readable session file (those ``known`` holds are not re-read)."""
+        found = {}
+        for path in sorted(self.store.sessions_dir.glob("*.jsonl")):
+            with contextlib.suppress(ValueError):
+                session_id = validate_session_id(path.stem)
+                cached = None if known is None else known.sessions.get(session_id)
+                if cached is None:
+                    cached = load_session(path, session_id).session
+                found[session_id] = cached.transcript.record
+        return found
+
+    def open_normally(self) -> State | None:
+        """Open the directory the normal way (completing unfinished work); ``None`` if it fails."""
+        store = self.store
+        if not store.journal_path.exists():
+            if store.snapshot_path.exists():
+                return None  # the journal is lost: salvage from the snapshot
+            self.rebuild_needed = any(store.sessions_dir.glob("*.jsonl"))
+            replace_file(store.journal_path, encode(JournalHeader(0).to_json()), sync=True)
+            self.created_journal = True
+        try:
+            store.initialize()
+            store.sync()
+        except CorruptRecordError:
+            return None
+        return store.state
+
+    def salvaged(self, disk: dict[str, SessionRecord]) -> State:
+        """The index from whatever is readable, when the normal open failed."""
+        self.rebuilt = True
+        store = self.store
+        state = State()
+        snapshot = None
+        with contextlib.suppress(CorruptRecordError):
+            snapshot = store.read_snapshot()
+        base = 0
+        if snapshot is not None:
+            for entry in snapshot.entries:
+                state.table.put(entry)
+            state.leases = dict(snapshot.leases)
+            base = snapshot.last_tx
+        else:  # the entries before the journal are lost: derive them, then replay the journal
+            self.rebuild_entries(state, disk)
+        records: list[JournalRecord] = []
+        if store.journal_path.exists():
+            for number, raw in enumerate(store.journal_path.read_bytes().split(b"\n"), 1):
+                if not raw.strip():
+                    continue
+                record = parse_journal(json.loads(raw), path=store.journal_path, line=number)
+                if not isinstance(record, JournalHeader) and record.tx > base:
+                    records.append(record)
+        voided = {record.tx for record in records if isinstance(record, Void)}
+        if records and self.cut_short(records[-1], disk):
+            voided.add(records[-1].tx)
+        plans: dict[int, Plan] = {}
+        for record in records:
+            apply_record(state, record, voided, plans)
+        state.last_tx = max([base, *(record.tx for record in records)])
+        return state
+
+    def cut_short(self, last: JournalRecord, disk: dict[str, SessionRecord]) -> bool:
+        """Whether the last record is a ``write`` whose lines did not all arrive (they are cut)."""
+        if not isinstance(last, Write) or last.session not in disk:
+            return False
+        path = self.store.session_path(last.session)
+        count, start = trailing_group(load_session(path, last.session).parsed, last.tx)
+        if count >= last.lines:
+            return False
+        if start is not None:
+            self.backup(path)
+            truncate(path, start, sync=True)
+            disk[last.session] = load_session(path, last.session).session.transcript.record
+        return True
+
+    def rebuild_entries(self, state: State, disk: dict[str, SessionRecord]) -> None:
+        """Give every key named by a session record an entry pointing at its newest session.
+
+        Newest means: an open session before an ended one, then the latest start.
+        """
+        newest: dict[str, tuple[bool, datetime, str]] = {}
+        for session_id, record in disk.items():
+            if record.session_key is None:
+                continue
+            rank = (not record.is_ended, record.started_at, session_id)
+            if record.session_key not in newest or rank > newest[record.session_key]:
+                newest[record.session_key] = rank
+        for key, (_, _, session_id) in sorted(newest.items()):
+            record = disk[session_id]
+            state.table.put(
+                SessionEntry(
+                    session_key=key,
+                    session_id=session_id,
+                    created_at=record.started_at,
+                    updated_at=record.last_active,
+                    platform=record.source,
+                    revision=1,
+                )
+            )
+
+    def finish(self, state: State, disk: dict[str, SessionRecord]) -> None:
+        """Reconcile the index with the files and write a fresh snapshot and journal."""
+        listed = set(state.sessions)
+        self.adopted.extend(sorted(set(disk) - listed))
+        table = EntryTable()
+        for entry in state.table.listing():
+            if entry.session_id in disk:
+                table.put(entry)
+            else:
+                self.dropped_entries.append(entry.session_key)
+        state.table = table
+        if self.rebuild_needed:
+            self.rebuild_entries(state, disk)
+        store = self.store
+        self.rebuilt = self.rebuilt or self.rebuild_needed
+        if self.backed_up or self.adopted or self.dropped_entries or self.rebuilt:
+            for name in (JOURNAL, SNAPSHOT):
+                path = store.directory / name
+                fresh = name == JOURNAL and self.created_journal
+                if path.exists() and not fresh and not self.backed_up_path(path):
+                    self.backup(path)
+        # Always a fresh snapshot and journal with new versions: every process using the
+        # directory notices the new journal and re-reads every session file.
+        last_tx = state.last_tx + 1
+        versions = dict.fromkeys(disk, last_tx)
+        data = snapshot_lines(last_tx, state.table.listing(), state.leases, versions)
+        replace_file(store.snapshot_path, data, sync=True)
+        replace_file(store.journal_path, encode(JournalHeader(last_tx).to_json()), sync=True)
+
+    def backed_up_path(self, path: Path) -> bool:
+        return (self.backup_dir / path.relative_to(self.store.directory)).exists()
+
+    def report(self) -> RepairReport:
+        return RepairReport(
+            backup=self.backup_dir if self.backed_up else None,
+            dropped_lines=tuple(self.dropped),
+            moved_files=tuple(self.moved),
+            adopted_sessions=tuple(self.adopted),
+            dropped_entries=tuple(self.dropped_entries),
+            rebuilt_index=self.rebuilt,
+        )
+
+
+def repair(directory: Path, *, lock_timeout: float) -> RepairReport:
+    """Repair ``directory`` (see the module docstring): ``JSONLBackend.repair``."""
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no data directory at {directory}")
+    store = Store(
+        directory, sync=True, lock_timeout=lock_timeout, compact_threshold=1, open_now=False
+    )
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    fixer = _Repair(store, directory / BACKUPS / f"repair-{stamp}")
+    try:
+        with store.exclusive():
+            fixer.fix_lines()
+            state = fixer.open_normally()
+            disk = fixer.on_disk(state)
+            if state is None:
+                state = fixer.salvaged(disk)
+            fixer.finish(state, disk)
+    finally:
+        store.close()
+    return fixer.report()

@@ -1,0 +1,306 @@
+"""The JSONL backend's in-memory cache, and how file lines and journal records change it.
+
+:class:`State` is one process's cache of a whole directory. A :class:`SessionFile` is the
+shared :class:`~hermes_sessions.backends._common.Transcript` of one
+session plus how far its file has been read. Reading happens in two phases so that a malformed
+file never leaves the cache half-updated: :func:`load_session` and :func:`read_tail` parse and
+check everything (raising ``CorruptRecordError`` with the file and line), then
+:func:`apply_lines` changes the cache and cannot fail.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+import attrs
+
+from hermes_sessions.backends._common import EntryTable, MessageIndex, Transcript, apply_update
+from hermes_sessions.backends._jsonl_format import (
+    Active,
+    End,
+    Header,
+    MessageLine,
+    Orphan,
+    Reopen,
+    SessionLine,
+    Update,
+    parse_session_line,
+)
+from hermes_sessions.backends._jsonl_io import Chunk, Line, read_chunk
+from hermes_sessions.backends._jsonl_journal import (
+    Commit,
+    Create,
+    Delete,
+    JournalRecord,
+    Lease,
+    Plan,
+    Put,
+    Release,
+    Remove,
+    Rewrite,
+    Touch,
+    Write,
+)
+from hermes_sessions.exceptions import CorruptRecordError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+    from hermes_sessions.models import Message
+
+__all__ = [
+    "Kind",
+    "Loaded",
+    "Parsed",
+    "SessionFile",
+    "State",
+    "Tail",
+    "apply_lines",
+    "apply_record",
+    "load_session",
+    "read_tail",
+    "touched_sessions",
+    "trailing_group",
+]
+
+Parsed = tuple[Line, SessionLine]
+
+
+@attrs.define(eq=False)
+class SessionFile:
+    """One session as cached: its transcript, how far its file was read, and its version.
+
+    ``version`` is the transaction of the last journal record that changed the file; processes
+    compare it with the snapshot's to find the files that changed while they were not looking.
+    """
+
+    transcript: Transcript
+    offset: int
+    """Bytes read: the end of the last complete line."""
+    lines: int
+    """Lines read (the number of the last complete line)."""
+    version: int = 0
+
+
+@attrs.frozen
+class Loaded:
+    """A session file read whole: the new cache entry and the lines it was built from."""
+
+    session: SessionFile
+    parsed: list[Parsed]
+    chunk: Chunk
+
+
+@attrs.frozen
+class Tail:
+    """The lines appended to a cached session file since it was last read."""
+
+    parsed: list[Parsed]
+    chunk: Chunk
+
+
+def _parse(chunk: Chunk, path: Path, session_id: str) -> list[Parsed]:
+    return [
+        (line, parse_session_line(line.data, path=path, line=line.number, session_id=session_id))
+        for line in chunk.lines
+    ]
+
+
+def _check_order(parsed: Iterable[Parsed], next_id: int, path: Path) -> None:
+    """Message ids must increase through the file; a header may only open it."""
+    for line, record in parsed:
+        if isinstance(record, Header):
+            raise CorruptRecordError(
+                "a session header in the middle of the file", path=path, line=line.number
+            )
+        if isinstance(record, MessageLine):
+            message_id = record.message.id or 0
+            if message_id < next_id:
+                raise CorruptRecordError(
+                    f"message id {message_id} does not follow {next_id - 1}",
+                    path=path,
+                    line=line.number,
+                )
+            next_id = message_id + 1
+
+
+def load_session(path: Path, session_id: str) -> Loaded:
+    """Read a whole session file into a new :class:`SessionFile` (version 0).
+
+    Raises ``FileNotFoundError`` if there is no file, ``CorruptRecordError`` if it is malformed
+    and ``IncompatibleStoreError`` if a newer library wrote it.
+    """
+    chunk = read_chunk(path, offset=0, first_line=1)
+    parsed = _parse(chunk, path, session_id)
+    if not parsed or not isinstance(parsed[0][1], Header):
+        number = parsed[0][0].number if parsed else 1
+        raise CorruptRecordError("a session file starts with its header", path=path, line=number)
+    header = parsed[0][1]
+    # the header's own group (first messages, or the whole transcript after a rewrite) may hold
+    # ids up to header.next_id - 1; lines appended later must continue above them
+    group = list(itertools.takewhile(lambda p: p[1].tx == header.tx, parsed[1:]))
+    _check_order(group, 1, path)
+    group_ids = [p[1].message.id or 0 for p in group if isinstance(p[1], MessageLine)]
+    _check_order(parsed[1 + len(group) :], max([header.next_id, *(i + 1 for i in group_ids)]), path)
+    record = header.record
+    if record.message_count or record.tool_call_count:  # a hand-made file; derived below
+        record = attrs.evolve(record, message_count=0, tool_call_count=0)
+    transcript = Transcript(record=record, next_id=header.next_id)
+    apply_lines(transcript, (p[1] for p in parsed[1:]), quiet_tx=header.tx)
+    return Loaded(SessionFile(transcript, chunk.end, chunk.last_line), parsed, chunk)
+
+
+def read_tail(path: Path, current: SessionFile, session_id: str) -> Tail:
+    """Read and check the lines appended to a cached session file (nothing changes yet)."""
+    chunk = read_chunk(path, offset=current.offset, first_line=current.lines + 1)
+    parsed = _parse(chunk, path, session_id)
+    _check_order(parsed, current.transcript.next_id, path)
+    return Tail(parsed, chunk)
+
+
+def apply_lines(
+    transcript: Transcript, records: Iterable[SessionLine], *, quiet_tx: int | None = None
+) -> list[Message]:
+    """Apply checked session-file records to ``transcript``; return the messages added.
+
+    Messages of transaction ``quiet_tx`` (a file's header group: its first messages, or all of
+    them after a rewrite) do not move ``last_active_at``: the header already accounts for them.
+    """
+    added: list[Message] = []
+    batch: list[Message] = []
+    quiet = False
+
+    def flush() -> None:
+        transcript.add(batch, activity=not quiet)
+        added.extend(batch)
+        batch.clear()
+
+    for record in records:
+        if isinstance(record, MessageLine):
+            is_quiet = record.tx == quiet_tx
+            if batch and is_quiet != quiet:
+                flush()
+            quiet = is_quiet
+            batch.append(record.message)
+            continue
+        if batch:
+            flush()
+        _apply_change(transcript, record)
+    if batch:
+        flush()
+    return added
+
+
+def _apply_change(transcript: Transcript, record: SessionLine) -> None:
+    current = transcript.record
+    if isinstance(record, Update):
+        transcript.record = apply_update(current, record.values, record.increments)
+    elif isinstance(record, End):
+        if current.end_reason is None:
+            transcript.record = attrs.evolve(current, end_reason=record.reason, ended_at=record.at)
+    elif isinstance(record, Reopen):
+        transcript.record = attrs.evolve(current, end_reason=None, ended_at=None)
+    elif isinstance(record, Active):
+        transcript.set_active(record.ids, active=record.active)
+    else:
+        assert isinstance(record, Orphan)  # noqa: S101  # headers never reach here
+        transcript.record = attrs.evolve(current, parent_session_id=None)
+
+
+def trailing_group(parsed: list[Parsed], tx: int) -> tuple[int, int | None]:
+    """How many lines of transaction ``tx`` end the file, and where the first of them starts."""
+    count = 0
+    start: int | None = None
+    for line, record in reversed(parsed):
+        if record.tx != tx:
+            break
+        count += 1
+        start = line.start
+    return count, start
+
+
+# -- the whole cache and the journal records that change it ----------------------------------------
+
+
+@attrs.define(eq=False)
+class State:
+    """One process's cache of the whole directory."""
+
+    table: EntryTable = attrs.Factory(EntryTable)
+    sessions: dict[str, SessionFile] = attrs.Factory(dict)
+    leases: dict[str, tuple[str, datetime]] = attrs.Factory(dict)
+    index: MessageIndex = attrs.Factory(MessageIndex)
+    last_tx: int = 0
+    """The newest transaction read."""
+    journal_records: int = 0
+    """Journal records since the snapshot (drives compaction)."""
+
+
+Kind = Literal["tail", "reload", "drop"]
+
+
+def touched_sessions(record: JournalRecord) -> list[tuple[str, Kind]]:
+    """The session files a journal record changes, and how a reader catches up with each."""
+    if isinstance(record, Write):
+        return [(record.session, "tail")]
+    if isinstance(record, Create):
+        return [(record.session.record.id, "reload")]
+    if isinstance(record, Rewrite):
+        return [(record.session, "reload")]
+    touched: list[tuple[str, Kind]] = []
+    if isinstance(record, Remove):
+        touched.append((record.session, "drop"))
+        touched.extend((child, "tail") for child in record.orphans)
+    elif isinstance(record, Plan):
+        if record.create is not None:
+            touched.append((record.create.record.id, "reload"))
+        touched.extend((session_id, "tail") for session_id in record.groups())
+    return touched
+
+
+def apply_record(  # noqa: C901, PLR0912  # one branch per record type
+    state: State, record: JournalRecord, voided: set[int], plans: dict[int, Plan]
+) -> None:
+    """Apply one journal record's effect on entries, leases and session versions.
+
+    Session file contents were applied before (:func:`apply_lines`); a ``write`` voided later
+    in the journal (``voided``) records no activity. A plan's entries wait for its commit.
+    """
+    table = state.table
+    for session_id, _ in touched_sessions(record):
+        cached = state.sessions.get(session_id)
+        if cached is not None:
+            cached.version = record.tx
+    if isinstance(record, Put):
+        table.put(record.entry)
+    elif isinstance(record, Delete):
+        if table.get(record.key) is not None:
+            table.delete(record.key)
+    elif isinstance(record, Touch):
+        if record.key is not None:
+            table.touch(record.key, record.at, record.last_prompt_tokens)
+        else:
+            _touch_session(table, record.session or "", record.at)
+    elif isinstance(record, Write):
+        if record.touch is not None and record.tx not in voided:
+            _touch_session(table, record.session, record.touch)
+    elif isinstance(record, Plan):
+        plans[record.tx] = record
+    elif isinstance(record, Commit):
+        plan = plans.pop(record.tx, None)
+        for entry in plan.entries if plan is not None else ():
+            table.put(entry)
+    elif isinstance(record, Lease):
+        state.leases[record.resource] = (record.holder, record.until)
+    elif isinstance(record, Release):
+        current = state.leases.get(record.resource)
+        if current is not None and current[0] == record.holder:
+            del state.leases[record.resource]
+
+
+def _touch_session(table: EntryTable, session_id: str, at: datetime) -> None:
+    for key in list(table.keys_of(session_id)):
+        table.touch(key, at)

@@ -1,0 +1,611 @@
+"""The JSONL backend's engine: the directory lock, catching up, recovery and the commit protocol.
+
+Every process keeps a cache (:class:`State`) of the whole directory and *catches up* before it
+serves a call: it reads the journal from where it stopped and re-reads only the session files
+that the new journal records name (tails from the remembered offset; whole files after a
+rewrite). A call that finds the journal unchanged (same inode, same size) needs no lock at all.
+
+Writes run under one directory-wide exclusive lock and follow one rule: **announce, then
+change**. The journal record of a write is appended (and fsynced) *before* the session files
+change, so whoever takes the lock next knows what a crashed writer was doing:
+
+* ``write`` (an append to one session file): complete if all its lines arrived; otherwise the
+  partial lines are cut off and a ``void`` record cancels it (its activity too);
+* ``create``, ``plan`` and ``remove`` carry everything they write and are *completed* (rolled
+  forward) from the record; a plan's entries only become visible with its ``commit``;
+* ``rewrite`` replaces a file by rename, so it either happened or did not.
+
+Only the last journal record can be unfinished (every lock holder settles it before writing),
+which keeps recovery to a look at one record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from typing import TYPE_CHECKING, Final
+
+import filelock
+
+from hermes_sessions.backends._common import EntryTable
+from hermes_sessions.backends._jsonl_format import encode, parse_session_line
+from hermes_sessions.backends._jsonl_io import (
+    append_journal,
+    append_lines,
+    create_file,
+    fsync_dir,
+    make_private_dir,
+    read_chunk,
+    read_chunk_at,
+    replace_file,
+    temp_path,
+    truncate,
+)
+from hermes_sessions.backends._jsonl_journal import (
+    EMPTY_SNAPSHOT,
+    Commit,
+    Create,
+    JournalHeader,
+    JournalRecord,
+    Plan,
+    Remove,
+    Rewrite,
+    Snapshot,
+    Void,
+    Write,
+    parse_journal,
+    parse_records,
+    read_snapshot,
+    snapshot_lines,
+)
+from hermes_sessions.backends._jsonl_state import (
+    Kind,
+    Loaded,
+    SessionFile,
+    State,
+    Tail,
+    apply_lines,
+    apply_record,
+    load_session,
+    read_tail,
+    touched_sessions,
+    trailing_group,
+)
+from hermes_sessions.exceptions import (
+    BackendClosedError,
+    CorruptRecordError,
+    LockTimeoutError,
+    StorageError,
+)
+from hermes_sessions.ids import validate_session_id
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from datetime import datetime
+    from pathlib import Path
+
+    from hermes_sessions.backends._jsonl_format import SessionLine
+    from hermes_sessions.backends._jsonl_journal import NewSession
+
+__all__ = ["Store"]
+
+_POLL_INTERVAL: Final = 0.002
+"""Seconds between attempts on a contended directory lock (filelock polls)."""
+
+JOURNAL: Final = "journal.jsonl"
+SNAPSHOT: Final = "routing.jsonl"
+SESSIONS: Final = "sessions"
+LOCK: Final = ".lock"
+
+
+Change = Loaded | Tail | None
+"""What catching up does to one cached session: reload it, extend it, or drop it (``None``)."""
+
+
+class Store:
+    """The directory, its lock and this process's cache of it.
+
+    :meth:`reading` and :meth:`writing` hold the store's mutex (threads) and, when needed, the
+    directory lock (processes) around every use of :attr:`state`.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        sync: bool,
+        lock_timeout: float,
+        compact_threshold: int,
+        open_now: bool = True,
+    ) -> None:
+        self.directory = directory
+        self.sessions_dir = directory / SESSIONS
+        self.journal_path = directory / JOURNAL
+        self.snapshot_path = directory / SNAPSHOT
+        self.sync_writes = sync
+        self.lock_timeout = lock_timeout
+        self.compact_threshold = compact_threshold
+        self.state = State()
+        self.closed = False
+        self._mutex = threading.RLock()
+        self._journal_fd: int | None = None
+        self._journal_ino = -1
+        self._journal_offset = 0
+        self._journal_line = 0
+        self._completed_tx = 0
+        make_private_dir(directory)
+        make_private_dir(self.sessions_dir)
+        self._lock = filelock.FileLock(
+            directory / LOCK,
+            mode=0o600,
+            timeout=lock_timeout,
+            thread_local=False,
+            poll_interval=_POLL_INTERVAL,
+        )
+        if open_now:
+            try:
+                with self._mutex, self.exclusive():
+                    self.initialize()
+                    self.sync()
+            except BaseException:
+                self.close()  # no descriptor outlives a failed open
+                raise
+
+    # -- locking -----------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the directory lock (callers never nest it)."""
+        try:
+            self._lock.acquire()
+        except filelock.Timeout as error:
+            raise LockTimeoutError(str(self._lock.lock_file), self.lock_timeout) from error
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[State]:
+        """The cache, caught up; the directory lock is taken only if the journal moved on."""
+        with self._mutex:
+            self._check_open()
+            if not self._journal_unchanged():
+                with self.exclusive():
+                    self.sync()
+            yield self.state
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[State]:
+        """The cache, caught up, with the directory lock held for the whole block."""
+        with self._mutex:
+            self._check_open()
+            with self.exclusive():
+                self.sync()
+                if self.state.journal_records > max(
+                    self.compact_threshold, len(self.state.table) + len(self.state.sessions)
+                ):
+                    self.compact()
+                yield self.state
+
+    def close(self) -> None:
+        """Forget the cache and close the journal; later calls raise ``BackendClosedError``."""
+        with self._mutex:
+            if self.closed:
+                return
+            self.closed = True
+            if self._journal_fd is not None:
+                os.close(self._journal_fd)
+                self._journal_fd = None
+            self.state = State()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise BackendClosedError(f"JSONL backend on {self.directory}")
+
+    # -- paths -------------------------------------------------------------------------------------
+
+    def session_path(self, session_id: str) -> Path:
+        """The file of a session; the id is checked so it can never leave the directory."""
+        return self.sessions_dir / f"{validate_session_id(session_id)}.jsonl"
+
+    def initialize(self) -> None:
+        """Create the journal of a new directory; refuse a directory that lost it."""
+        if not self.journal_path.exists():
+            if self.snapshot_path.exists():
+                raise CorruptRecordError(
+                    f"the journal is missing but {SNAPSHOT} exists; run JSONLBackend.repair()",
+                    path=self.journal_path,
+                )
+            if any(self.sessions_dir.glob("*.jsonl")):
+                raise CorruptRecordError(
+                    "the journal is missing but session files exist; run JSONLBackend.repair() "
+                    "to rebuild the routing index from them",
+                    path=self.journal_path,
+                )
+            replace_file(
+                self.journal_path, encode(JournalHeader(0).to_json()), sync=self.sync_writes
+            )
+        for name in (JOURNAL, SNAPSHOT):
+            with contextlib.suppress(FileNotFoundError):
+                temp_path(self.directory / name).unlink()
+
+    # -- catching up -------------------------------------------------------------------------------
+
+    def _journal_unchanged(self) -> bool:
+        try:
+            status = self.journal_path.stat()
+        except OSError:
+            return False
+        return status.st_ino == self._journal_ino and status.st_size == self._journal_offset
+
+    def sync(self) -> None:
+        """Catch up with the directory (under the lock): read only what changed since last time."""
+        try:
+            status = self.journal_path.stat()
+        except FileNotFoundError as error:
+            raise CorruptRecordError(
+                "the journal disappeared; run JSONLBackend.repair()", path=self.journal_path
+            ) from error
+        if self._journal_fd is None or status.st_ino != self._journal_ino:
+            self._reload()
+        elif status.st_size != self._journal_offset:
+            self._advance(None)
+
+    def _reload(self) -> None:
+        """Start over from the snapshot (first open, or the journal was compacted meanwhile).
+
+        Cached sessions whose version matches the snapshot's are kept; the others are re-read.
+        """
+        snapshot = self.read_snapshot()
+        fd = os.open(self.journal_path, os.O_RDWR | os.O_APPEND)
+        try:
+            base = snapshot or EMPTY_SNAPSHOT
+            self._check_journal_header(fd, base)
+            if self._journal_fd is not None:
+                os.close(self._journal_fd)
+            self._journal_fd = fd
+            self._journal_ino = os.fstat(fd).st_ino
+            self._journal_offset = 0
+            self._journal_line = 0
+            self._advance(base)
+        except BaseException:
+            if self._journal_fd != fd:
+                os.close(fd)
+            self._journal_ino = -1  # start over next time
+            raise
+
+    def _check_journal_header(self, fd: int, base: Snapshot) -> None:
+        path = self.journal_path
+        chunk = read_chunk_at(fd, path, offset=0, first_line=1)
+        first = chunk.lines[0] if chunk.lines else None
+        header = None if first is None else parse_journal(first.data, path=path, line=1)
+        if first is None or first.number != 1 or not isinstance(header, JournalHeader):
+            raise CorruptRecordError("the journal starts with its header", path=path, line=1)
+        if header.base_tx > base.last_tx:
+            raise CorruptRecordError(
+                f"the journal continues from transaction {header.base_tx} but {SNAPSHOT} ends "
+                f"at {base.last_tx}; run JSONLBackend.repair()",
+                path=path,
+                line=1,
+            )
+
+    def read_snapshot(self) -> Snapshot | None:
+        """Read ``routing.jsonl`` (``None`` if there is none yet)."""
+        return read_snapshot(self.snapshot_path)
+
+    def _advance(self, base: Snapshot | None) -> None:
+        """Apply the journal records after the current offset (on top of ``base``, if given)."""
+        assert self._journal_fd is not None  # noqa: S101  # set by _reload
+        while True:
+            chunk = read_chunk_at(
+                self._journal_fd,
+                self.journal_path,
+                offset=self._journal_offset,
+                first_line=self._journal_line + 1,
+            )
+            if chunk.torn:  # an announcement cut short: its change never started
+                os.ftruncate(self._journal_fd, chunk.end)
+            last = base.last_tx if base is not None else self.state.last_tx
+            records = parse_records(
+                chunk.lines, self.journal_path, after=last, skip=base is not None
+            )
+            if records and self._settle(records):
+                continue
+            changes = self._gather(records, base)
+            if records and self._void_if_cut_short(records[-1], changes):
+                continue
+            self._apply(records, changes, base)
+            self._journal_offset = chunk.end
+            self._journal_line = chunk.last_line
+            return
+
+    def _gather(self, records: list[JournalRecord], base: Snapshot | None) -> dict[str, Change]:
+        """Phase one: read and check every session file the records (or the snapshot) changed."""
+        changes: dict[str, Change] = {}
+        for session_id, kind in self._kinds(records, base).items():
+            cached = self.state.sessions.get(session_id)
+            path = self.session_path(session_id)
+            if kind == "drop":
+                changes[session_id] = None
+            elif kind == "tail" and cached is not None:
+                changes[session_id] = read_tail(path, cached, session_id)
+            else:
+                try:
+                    changes[session_id] = load_session(path, session_id)
+                except FileNotFoundError as error:
+                    raise CorruptRecordError(
+                        f"session {session_id} is in the index but its file is missing; "
+                        "run JSONLBackend.repair()",
+                        path=path,
+                    ) from error
+        return changes
+
+    def _kinds(self, records: list[JournalRecord], base: Snapshot | None) -> dict[str, Kind]:
+        sessions = self.state.sessions
+        kinds: dict[str, Kind] = {}
+        if base is not None:
+            for session_id, version in base.versions.items():
+                cached = sessions.get(session_id)
+                if cached is None or cached.version != version:
+                    kinds[session_id] = "reload"
+            kinds.update({sid: "drop" for sid in sessions if sid not in base.versions})
+        for record in records:
+            for session_id, kind in touched_sessions(record):
+                if kind == "tail":
+                    kinds.setdefault(session_id, "tail")
+                else:
+                    kinds[session_id] = kind
+        return kinds
+
+    def _apply(
+        self, records: list[JournalRecord], changes: dict[str, Change], base: Snapshot | None
+    ) -> None:
+        """Phase two: change the cache. Everything was checked, so nothing here can fail."""
+        state = self.state
+        if base is not None:
+            state.table = EntryTable()
+            for entry in base.entries:
+                state.table.put(entry)
+            state.leases = dict(base.leases)
+            state.last_tx = base.last_tx
+            state.journal_records = 0
+        for session_id, change in changes.items():
+            self._install(session_id, change, base)
+        voided = {record.tx for record in records if isinstance(record, Void)}
+        plans: dict[int, Plan] = {}
+        for record in records:
+            state.last_tx = max(state.last_tx, record.tx)
+            state.journal_records += 1
+            apply_record(state, record, voided, plans)
+
+    def _install(self, session_id: str, change: Change, base: Snapshot | None) -> None:
+        state = self.state
+        old = state.sessions.get(session_id)
+        if isinstance(change, Tail):
+            assert old is not None  # noqa: S101  # tails are read from cached files only
+            for message in apply_lines(old.transcript, (p[1] for p in change.parsed)):
+                state.index.add(message)
+            old.offset = change.chunk.end
+            old.lines = change.chunk.last_line
+            return
+        if old is not None:
+            for message_id in old.transcript.messages:
+                state.index.remove(session_id, message_id)
+            del state.sessions[session_id]
+        if change is not None:
+            fresh = change.session
+            if base is not None:
+                fresh.version = base.versions.get(session_id, 0)
+            elif old is not None:
+                fresh.version = old.version
+            state.sessions[session_id] = fresh
+            for message in fresh.transcript.messages.values():
+                state.index.add(message)
+
+    # -- recovery ----------------------------------------------------------------------------------
+
+    def _settle(self, records: list[JournalRecord]) -> bool:
+        """Complete an unfinished create, plan or removal (the last record).
+
+        Returns True if a commit was written (the journal must then be read again).
+        """
+        last = records[-1]
+        if last.tx == self._completed_tx:
+            return False
+        if isinstance(last, Create):
+            self._complete_create(last.tx, last.session)
+        elif isinstance(last, Rewrite):
+            with contextlib.suppress(FileNotFoundError):
+                temp_path(self.session_path(last.session)).unlink()
+        elif isinstance(last, Plan):
+            self._complete_plan(last, records)
+            return True
+        elif isinstance(last, Remove):
+            self._complete_remove(last, records)
+            return True
+        return False
+
+    def _void_if_cut_short(self, last: JournalRecord, changes: dict[str, Change]) -> bool:
+        """Cancel the last ``write`` if its lines did not all arrive; True if it did."""
+        if not isinstance(last, Write) or last.tx == self._completed_tx:
+            return False
+        change = changes[last.session]
+        assert change is not None  # noqa: S101  # a write names an existing session
+        count, start = trailing_group(change.parsed, last.tx)
+        if count >= last.lines:
+            return False
+        cut = start if start is not None else change.chunk.end
+        truncate(self.session_path(last.session), cut, sync=self.sync_writes)
+        self._journal_append([Void(last.tx)])
+        return True
+
+    def _complete_create(self, tx: int, new: NewSession) -> None:
+        data = b"".join(encode(line.to_json()) for line in new.lines(tx))
+        path = self.session_path(new.record.id)
+        try:
+            complete = path.stat().st_size == len(data)
+        except FileNotFoundError:
+            complete = False
+        if not complete:
+            create_file(path, data, sync=self.sync_writes)
+
+    def _complete_plan(self, plan: Plan, records: list[JournalRecord]) -> None:
+        if plan.create is not None:
+            self._complete_create(plan.tx, plan.create)
+        for session_id, lines in plan.groups().items():
+            self._ensure_group(session_id, plan.tx, lines, records)
+        self._journal_append([Commit(plan.tx)])
+
+    def _complete_remove(self, remove: Remove, records: list[JournalRecord]) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.session_path(remove.session).unlink()
+            if self.sync_writes:
+                fsync_dir(self.sessions_dir)
+        for session_id, lines in remove.groups().items():
+            self._ensure_group(session_id, remove.tx, lines, records)
+        self._journal_append([Commit(remove.tx)])
+
+    def _ensure_group(
+        self, session_id: str, tx: int, lines: list[SessionLine], records: list[JournalRecord]
+    ) -> None:
+        """Make sure a session file ends with exactly ``lines`` of transaction ``tx``."""
+        path = self.session_path(session_id)
+        cached = self.state.sessions.get(session_id)
+        rewritten = any(
+            sid == session_id and kind != "tail"
+            for record in records[:-1]
+            for sid, kind in touched_sessions(record)
+        )
+        if cached is None or rewritten:
+            offset, first = 0, 1
+        else:
+            offset, first = cached.offset, cached.lines + 1
+        chunk = read_chunk(path, offset=offset, first_line=first)
+        parsed = [
+            (
+                line,
+                parse_session_line(line.data, path=path, line=line.number, session_id=session_id),
+            )
+            for line in chunk.lines
+        ]
+        count, start = trailing_group(parsed, tx)
+        if count == len(lines) and not chunk.torn:
+            return
+        cut = start if start is not None else chunk.end
+        truncate(path, cut, sync=False)
+        data = b"".join(encode(line.to_json()) for line in lines)
+        append_lines(path, data, expected_size=cut, sync=self.sync_writes)
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    @property
+    def next_tx(self) -> int:
+        """The transaction number of the next write."""
+        return self.state.last_tx + 1
+
+    def _journal_append(self, records: Sequence[JournalRecord]) -> None:
+        assert self._journal_fd is not None  # noqa: S101  # open while the store is
+        data = b"".join(encode(record.to_json()) for record in records)
+        append_journal(self._journal_fd, data, sync=self.sync_writes)
+
+    def log(self, record: JournalRecord) -> None:
+        """Write a journal-only record (entries, activity, leases) and catch up."""
+        self._journal_append([record])
+        self._completed_tx = record.tx
+        self.sync()
+
+    def write(
+        self, session_id: str, lines: Sequence[SessionLine], *, touch: datetime | None = None
+    ) -> None:
+        """Append lines (one transaction) to a session file; ``touch`` its keys with them."""
+        tx = lines[0].tx
+        data = b"".join(encode(line.to_json()) for line in lines)
+        cached = self.state.sessions[session_id]
+        path = self.session_path(session_id)
+        self._check_end(path, cached)
+        self._journal_append([Write(tx, session_id, len(lines), touch)])
+        append_lines(path, data, expected_size=cached.offset, sync=self.sync_writes)
+        self._completed_tx = tx
+        self.sync()
+
+    def _check_end(self, path: Path, cached: SessionFile) -> None:
+        """Before an append: cut a torn last line; refuse lines the journal never announced."""
+        size = path.stat().st_size
+        if size == cached.offset:
+            return
+        if size > cached.offset:
+            chunk = read_chunk(path, offset=cached.offset, first_line=cached.lines + 1)
+            if not chunk.lines:
+                truncate(path, cached.offset, sync=False)
+                return
+        raise CorruptRecordError(
+            f"the file is {size} bytes, but the journal accounts for {cached.offset}: it was "
+            "changed by another program; stop every process using the directory and run "
+            "JSONLBackend.repair()",
+            path=path,
+            line=cached.lines + 1,
+        )
+
+    def create(self, tx: int, new: NewSession) -> None:
+        """Create a session file."""
+        path = self.session_path(new.record.id)
+        if path.exists():
+            raise StorageError(
+                f"{path} exists but the index does not list it; run JSONLBackend.repair() to "
+                "adopt it, or move it away"
+            )
+        self._journal_append([Create(tx, new)])
+        self._complete_create(tx, new)
+        self._completed_tx = tx
+        self.sync()
+
+    def rewrite(self, tx: int, new: NewSession) -> None:
+        """Replace a session file as a whole (temp file + fsync + rename)."""
+        session_id = new.record.id
+        data = b"".join(encode(line.to_json()) for line in new.lines(tx))
+        self._journal_append([Rewrite(tx, session_id)])
+        replace_file(self.session_path(session_id), data, sync=self.sync_writes)
+        self._completed_tx = tx
+        self.sync()
+
+    def remove(self, record: Remove) -> None:
+        """Delete a session file and orphan its children."""
+        self._journal_append([record])
+        self._complete_remove(record, [record])
+        self.sync()
+
+    def apply_plan(self, plan: Plan) -> None:
+        """Apply a resolved rotation (announce, write every file, commit)."""
+        if plan.create is not None and self.session_path(plan.create.record.id).exists():
+            raise StorageError(
+                f"{self.session_path(plan.create.record.id)} exists but the index does not list "
+                "it; run JSONLBackend.repair() to adopt it, or move it away"
+            )
+        self._journal_append([plan])
+        self._complete_plan(plan, [plan])
+        self.sync()
+
+    # -- compaction --------------------------------------------------------------------------------
+
+    def compact(self) -> None:
+        """Write the whole routing index to a new snapshot and start an empty journal.
+
+        Both files are replaced atomically, the snapshot first; a crash between the two leaves
+        the old journal, whose records the snapshot already covers (they are skipped by tx).
+        """
+        state = self.state
+        versions = {session_id: f.version for session_id, f in state.sessions.items()}
+        data = snapshot_lines(state.last_tx, state.table.listing(), state.leases, versions)
+        replace_file(self.snapshot_path, data, sync=self.sync_writes)
+        header = encode(JournalHeader(state.last_tx).to_json())
+        replace_file(self.journal_path, header, sync=self.sync_writes)
+        fd = os.open(self.journal_path, os.O_RDWR | os.O_APPEND)
+        assert self._journal_fd is not None  # noqa: S101  # open while the store is
+        os.close(self._journal_fd)
+        self._journal_fd = fd
+        self._journal_ino = os.fstat(fd).st_ino
+        self._journal_offset = len(header)
+        self._journal_line = 1
+        state.journal_records = 0

@@ -1,0 +1,520 @@
+"""JSONLBackend: human-readable files, one per session, shared safely by several processes.
+
+A data directory holds ``sessions/<session_id>.jsonl`` (a header with the session record, then
+one line per message or metadata change), ``journal.jsonl`` (every write, in order) and
+``routing.jsonl`` (the routing index as of the last compaction). ``docs/jsonl.md`` describes
+the files, the locking and the crash-recovery protocol.
+
+Each process keeps the whole directory in memory and catches up from the files before every
+call, reading only what other processes wrote since; writes take one directory-wide lock.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Self, TypeVar
+
+import attrs
+
+from hermes_sessions.backends._common import (
+    Transcript,
+    apply_update,
+    check_update,
+    fresh_record,
+    lease_is_free,
+    missing_session,
+    resolve_plan,
+    session_page,
+    touched_entry,
+)
+from hermes_sessions.backends._jsonl_format import Active, End, MessageLine, Reopen, Update
+from hermes_sessions.backends._jsonl_journal import (
+    Delete,
+    Lease,
+    NewSession,
+    Plan,
+    Put,
+    Release,
+    Remove,
+    Touch,
+)
+from hermes_sessions.backends._jsonl_repair import DroppedLine, RepairReport, repair
+from hermes_sessions.backends._jsonl_store import Store
+from hermes_sessions.exceptions import HermesSessionsError, StorageError
+from hermes_sessions.ids import validate_session_id
+from hermes_sessions.protocols import Capabilities
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Callable, Mapping, Sequence
+    from datetime import datetime, timedelta
+    from types import TracebackType
+
+    from hermes_sessions.backends._jsonl_state import SessionFile, State
+    from hermes_sessions.models import Message, SessionEntry, SessionRecord
+    from hermes_sessions.protocols import RotationPlan
+    from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+
+__all__ = ["DroppedLine", "JSONLBackend", "RepairReport"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+Durability = Literal["full", "normal"]
+
+
+def _wrapped(method: Callable[P, R]) -> Callable[P, R]:
+    """Wrap file-system errors in ``StorageError`` (library errors pass through)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except HermesSessionsError:
+            raise
+        except OSError as error:
+            raise StorageError(f"JSONL backend: {error}") from error
+
+    return wrapper
+
+
+def _session(state: State, session_id: str) -> SessionFile:
+    cached = state.sessions.get(session_id)
+    if cached is None:
+        raise missing_session(session_id)
+    return cached
+
+
+class JSONLBackend:
+    """Stores sessions as JSON Lines files in ``directory``; several processes may share it.
+
+    Args:
+        directory: The data directory (created ``0700`` if missing).
+        durability: ``"full"`` (default) fsyncs every write before it returns, so nothing
+            acknowledged is lost even on power failure; ``"normal"`` skips the fsyncs: still
+            safe when a process crashes, but the last writes may be lost if the machine does.
+        lock_timeout: Seconds to wait for the directory lock before ``LockTimeoutError``.
+        compact_threshold: The journal is compacted into ``routing.jsonl`` once it holds more
+            records than this or than the number of entries plus sessions, whichever is larger
+            (so compaction costs stay proportional to the writes that caused them).
+
+    Raises ``CorruptRecordError`` (with file and line) if a file is malformed and
+    ``IncompatibleStoreError`` if a newer library wrote it; :meth:`repair` fixes the first.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        durability: Durability = "full",
+        lock_timeout: float = 30.0,
+        compact_threshold: int = 10_000,
+    ) -> None:
+        if durability not in {"full", "normal"}:
+            raise ValueError(f"durability must be 'full' or 'normal', got {durability!r}")
+        if isinstance(compact_threshold, bool) or compact_threshold < 1:
+            raise ValueError(f"compact_threshold must be >= 1, got {compact_threshold!r}")
+        if lock_timeout < 0:
+            raise ValueError(f"lock_timeout must be >= 0 seconds, got {lock_timeout!r}")
+        self._directory = Path(directory)
+        self._durability = durability
+        self._store = _wrapped(Store)(
+            self._directory,
+            sync=durability == "full",
+            lock_timeout=lock_timeout,
+            compact_threshold=compact_threshold,
+        )
+
+    def __repr__(self) -> str:
+        state = "closed" if self._store.closed else self._durability
+        return f"<JSONLBackend {str(self._directory)!r} {state}>"
+
+    @property
+    def directory(self) -> Path:
+        """The data directory."""
+        return self._directory
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def capabilities(self) -> Capabilities:
+        """Persistent, multi-process, searchable."""
+        return Capabilities(persistent=True, multiprocess=True, search=True)
+
+    def close(self) -> None:
+        """Release the journal and the cache; later calls raise ``BackendClosedError``."""
+        self._store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @_wrapped
+    def compact(self) -> None:
+        """Compact the journal into ``routing.jsonl`` now (it also happens automatically)."""
+        with self._store.writing():
+            self._store.compact()
+
+    @classmethod
+    def repair(
+        cls, directory: str | os.PathLike[str], *, lock_timeout: float = 30.0
+    ) -> RepairReport:
+        """Repair a damaged data directory, keeping a backup of every file it changes.
+
+        Unreadable lines are dropped (readable ones are all kept), torn last lines cut, files
+        without a readable header moved to the backup, the routing index rebuilt if needed and
+        entries pointing at missing sessions dropped. Returns what was done; see
+        ``docs/jsonl.md`` for exactly what can be lost. Safe while other processes use the
+        directory: they reload what changed.
+        """
+        return _wrapped(repair)(Path(directory), lock_timeout=lock_timeout)
+
+    # -- routing index -----------------------------------------------------------------------------
+
+    @_wrapped
+    def get_entry(self, key: str) -> SessionEntry | None:
+        """Return the entry of ``key``, or ``None``."""
+        with self._store.reading() as state:
+            return state.table.get(key)
+
+    @_wrapped
+    def put_entry(self, entry: SessionEntry, *, expected_revision: int | None) -> SessionEntry:
+        """Store ``entry`` if the key's revision is ``expected_revision`` (compare-and-swap)."""
+        with self._store.writing() as state:
+            state.table.check_revision(entry.session_key, expected_revision)
+            if entry.session_id not in state.sessions:
+                raise missing_session(entry.session_id)
+            stored = attrs.evolve(entry, revision=(expected_revision or 0) + 1)
+            self._store.log(Put(self._store.next_tx, stored))
+            return self._store.state.table.entries[entry.session_key]
+
+    @_wrapped
+    def delete_entry(self, key: str, *, expected_revision: int) -> None:
+        """Remove the entry of ``key`` if its revision is ``expected_revision``."""
+        with self._store.writing() as state:
+            state.table.check_revision(key, expected_revision)
+            self._store.log(Delete(self._store.next_tx, key))
+
+    @_wrapped
+    def entries(self, *, session_id: str | None = None) -> list[SessionEntry]:
+        """Return all entries, or those pointing at ``session_id``, in key order."""
+        with self._store.reading() as state:
+            return state.table.listing(session_id)
+
+    @_wrapped
+    def record_activity(
+        self, key: str, at: datetime, *, last_prompt_tokens: int | None = None
+    ) -> SessionEntry | None:
+        """Move ``updated_at`` forward to ``at`` without a revision check (one small append)."""
+        with self._store.writing() as state:
+            entry = state.table.get(key)
+            if entry is None or touched_entry(entry, at, last_prompt_tokens) == entry:
+                return entry
+            tx = self._store.next_tx
+            self._store.log(Touch(tx, at, key=key, last_prompt_tokens=last_prompt_tokens))
+            return self._store.state.table.get(key)
+
+    # -- sessions ----------------------------------------------------------------------------------
+
+    @_wrapped
+    def create_session(self, record: SessionRecord) -> SessionRecord:
+        """Store a new session; an existing id returns the stored record unchanged."""
+        with self._store.writing() as state:
+            existing = state.sessions.get(record.id)
+            if existing is not None:
+                return existing.transcript.record
+            self._store.create(self._store.next_tx, NewSession(fresh_record(record), 1))
+            return self._store.state.sessions[record.id].transcript.record
+
+    @_wrapped
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """Return the record of ``session_id``, or ``None``."""
+        validate_session_id(session_id)
+        with self._store.reading() as state:
+            cached = state.sessions.get(session_id)
+            return None if cached is None else cached.transcript.record
+
+    @_wrapped
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        values: Mapping[str, Any] | None = None,
+        increments: Mapping[str, int | float] | None = None,
+    ) -> SessionRecord:
+        """Set fields and add to counters atomically (one appended ``update`` line)."""
+        changes, amounts = check_update(values, increments)
+        validate_session_id(session_id)
+        with self._store.writing() as state:
+            cached = _session(state, session_id)
+            updated = apply_update(cached.transcript.record, changes, amounts)
+            if changes or amounts:
+                stored = {name: getattr(updated, name) for name in changes}
+                self._write(session_id, [Update(self._store.next_tx, stored, amounts)])
+            return self._store.state.sessions[session_id].transcript.record
+
+    @_wrapped
+    def end_session(self, session_id: str, reason: str, *, at: datetime) -> SessionRecord:
+        """End a session; the first reason wins."""
+        validate_session_id(session_id)
+        with self._store.writing() as state:
+            if not _session(state, session_id).transcript.record.is_ended:
+                self._write(session_id, [End(self._store.next_tx, reason, at)])
+            return self._store.state.sessions[session_id].transcript.record
+
+    @_wrapped
+    def reopen_session(self, session_id: str) -> SessionRecord:
+        """Clear a session's end."""
+        validate_session_id(session_id)
+        with self._store.writing() as state:
+            if _session(state, session_id).transcript.record.is_ended:
+                self._write(session_id, [Reopen(self._store.next_tx)])
+            return self._store.state.sessions[session_id].transcript.record
+
+    @_wrapped
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session's file and its search rows; orphan its children."""
+        validate_session_id(session_id)
+        with self._store.writing() as state:
+            if session_id not in state.sessions:
+                return False
+            children = sorted(
+                child
+                for child, cached in state.sessions.items()
+                if cached.transcript.record.parent_session_id == session_id
+            )
+            self._store.remove(Remove(self._store.next_tx, session_id, tuple(children)))
+            return True
+
+    @_wrapped
+    def list_sessions(self, query: SessionQuery) -> SessionPage:
+        """Return one page of sessions matching ``query``."""
+        with self._store.reading() as state:
+            return session_page(query, (cached.transcript for cached in state.sessions.values()))
+
+    # -- messages ----------------------------------------------------------------------------------
+
+    @_wrapped
+    def append_messages(
+        self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
+    ) -> list[Message]:
+        """Append atomically and idempotently (one write of whole lines, announced first)."""
+        validate_session_id(session_id)
+        with self._store.writing() as state:
+            returned, new = _session(state, session_id).transcript.prepare(messages)
+            tx = self._store.next_tx
+            if new:
+                lines = [MessageLine(tx, message) for message in new]
+                self._store.write(session_id, lines, touch=touch_at)
+            elif touch_at is not None and any(
+                touched_entry(entry, touch_at) != entry for entry in state.table.listing(session_id)
+            ):
+                self._store.log(Touch(tx, touch_at, session=session_id))
+            stored = self._store.state.sessions[session_id].transcript.messages
+            return [stored[message.id or 0] for message in returned]
+
+    @_wrapped
+    def get_messages(
+        self,
+        session_id: str,
+        *,
+        after_id: int | None = None,
+        before_id: int | None = None,
+        limit: int | None = None,
+        include_inactive: bool = False,
+        from_end: bool = False,
+    ) -> list[Message]:
+        """Return messages in insertion order, optionally a window of them."""
+        validate_session_id(session_id)
+        with self._store.reading() as state:
+            return _session(state, session_id).transcript.select(
+                after_id=after_id,
+                before_id=before_id,
+                limit=limit,
+                include_inactive=include_inactive,
+                from_end=from_end,
+            )
+
+    @_wrapped
+    def get_message(self, session_id: str, message_id: int) -> Message | None:
+        """Return one message (active or not), or ``None``."""
+        validate_session_id(session_id)
+        with self._store.reading() as state:
+            cached = state.sessions.get(session_id)
+            return None if cached is None else cached.transcript.messages.get(message_id)
+
+    @_wrapped
+    def find_message(self, session_id: str, platform_message_id: str) -> Message | None:
+        """Return the message with this platform id in the session, or ``None``."""
+        validate_session_id(session_id)
+        with self._store.reading() as state:
+            cached = state.sessions.get(session_id)
+            if cached is None:
+                return None
+            message_id = cached.transcript.by_platform_id.get(platform_message_id)
+            return None if message_id is None else cached.transcript.messages[message_id]
+
+    @_wrapped
+    def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
+        """Replace one message, keeping its id (the file is rewritten: the old text is gone)."""
+        validate_session_id(session_id)
+        with self._store.writing() as state:
+            copy = _session(state, session_id).transcript.copy()
+            copy.replace(message_id, message)
+            self._rewrite(copy)
+            return self._store.state.sessions[session_id].transcript.messages[message_id]
+
+    @_wrapped
+    def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        """Replace the whole transcript atomically (new ids; the file is rewritten)."""
+        validate_session_id(session_id)
+        with self._store.writing() as state:
+            copy = _session(state, session_id).transcript.copy()
+            copy.clear()
+            returned, new = copy.prepare(messages)
+            copy.add(new)
+            self._rewrite(copy)
+            stored = self._store.state.sessions[session_id].transcript.messages
+            return [stored[message.id or 0] for message in returned]
+
+    @_wrapped
+    def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:
+        """Soft-delete or restore messages (one appended line); return how many changed."""
+        validate_session_id(session_id)
+        with self._store.writing() as state:
+            messages = _session(state, session_id).transcript.messages
+            changed = tuple(
+                message_id
+                for message_id in sorted(set(message_ids))
+                if message_id in messages and messages[message_id].active != active
+            )
+            if changed:
+                self._write(session_id, [Active(self._store.next_tx, changed, active)])
+            return len(changed)
+
+    @_wrapped
+    def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
+        """Delete messages for good (the file is rewritten); return how many were deleted."""
+        validate_session_id(session_id)
+        with self._store.writing() as state:
+            copy = _session(state, session_id).transcript.copy()
+            deleted = copy.delete(message_ids)
+            if deleted:
+                self._rewrite(copy)
+            return len(deleted)
+
+    def _write(
+        self, session_id: str, lines: list[Update] | list[End] | list[Reopen] | list[Active]
+    ) -> None:
+        self._store.write(session_id, lines)
+
+    def _rewrite(self, transcript: Transcript) -> None:
+        messages = tuple(transcript.messages.values())
+        record = transcript.record
+        self._store.rewrite(self._store.next_tx, NewSession(record, transcript.next_id, messages))
+
+    # -- the atomic rotation -----------------------------------------------------------------------
+
+    @_wrapped
+    def apply(self, plan: RotationPlan) -> list[SessionEntry]:
+        """Commit ``plan`` atomically: checked, announced in one journal record, written, committed.
+
+        A crash part-way is completed from the journal record by the next process to look.
+        """
+        with self._store.writing() as state:
+            resolved = resolve_plan(plan, state.table, self._record_of(state))
+            tx = self._store.next_tx
+            reopened: list[str] = []
+            for session_id in dict.fromkeys(plan.reopen):
+                cached = state.sessions.get(session_id)  # None: the session being created
+                if cached is not None and cached.transcript.record.is_ended:
+                    reopened.append(session_id)
+            create = None
+            append_to = None
+            appended: tuple[Message, ...] = ()
+            ending = self._plan_ends(state, resolved.end, plan.reopen)
+            if plan.create is not None:
+                existing = state.sessions.get(plan.create.id)
+                if existing is None:
+                    created = Transcript(fresh_record(plan.create))
+                    created.add(created.prepare(plan.messages)[1])
+                    if plan.create.id in ending:  # ended at birth: part of its first line
+                        created.record = attrs.evolve(
+                            created.record, end_reason=ending.pop(plan.create.id), ended_at=plan.at
+                        )
+                    messages = tuple(created.messages.values())
+                    create = NewSession(created.record, created.next_id, messages)
+                else:
+                    append_to = plan.create.id
+                    appended = tuple(existing.transcript.prepare(plan.messages)[1])
+            record = Plan(
+                tx,
+                plan.at,
+                create=create,
+                append_to=append_to if appended else None,
+                messages=appended,
+                reopen=tuple(reopened),
+                end=tuple(ending.items()),
+                entries=tuple(resolved.written),
+            )
+            self._store.apply_plan(record)
+            return resolved.written
+
+    @staticmethod
+    def _record_of(state: State) -> Callable[[str], SessionRecord | None]:
+        def record_of(session_id: str) -> SessionRecord | None:
+            cached = state.sessions.get(session_id)
+            return None if cached is None else cached.transcript.record
+
+        return record_of
+
+    @staticmethod
+    def _plan_ends(
+        state: State, ends: list[tuple[str, str]], reopen: Sequence[str]
+    ) -> dict[str, str]:
+        """The sessions a plan really ends: not ended already (unless reopened first), once."""
+        ending: dict[str, str] = {}
+        for session_id, reason in ends:
+            cached = state.sessions.get(session_id)
+            ended = cached is not None and cached.transcript.record.is_ended
+            if session_id not in ending and (not ended or session_id in reopen):
+                ending[session_id] = reason
+        return ending
+
+    # -- leases ------------------------------------------------------------------------------------
+
+    @_wrapped
+    def acquire_lease(self, resource: str, holder: str, *, ttl: timedelta, now: datetime) -> bool:
+        """Take or renew an exclusive lease until ``now + ttl`` (shared by every process)."""
+        with self._store.writing() as state:
+            if not lease_is_free(state.leases.get(resource), holder, now):
+                return False
+            self._store.log(Lease(self._store.next_tx, resource, holder, now + ttl))
+            return True
+
+    @_wrapped
+    def release_lease(self, resource: str, holder: str) -> None:
+        """Release ``holder``'s lease on ``resource`` (no-op if it is not the holder)."""
+        with self._store.writing() as state:
+            current = state.leases.get(resource)
+            if current is not None and current[0] == holder:
+                self._store.log(Release(self._store.next_tx, resource, holder))
+
+    # -- search ------------------------------------------------------------------------------------
+
+    @_wrapped
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """Search every message with the shared text engine (an index kept in memory)."""
+        with self._store.reading() as state:
+            return state.index.search(
+                query, lambda session_id: state.sessions[session_id].transcript
+            )
