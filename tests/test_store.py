@@ -639,10 +639,22 @@ def test_new_with_a_taken_title(store):
     assert store.entry(first.entry.session_key).session_id == first.session_id
 
 
-def test_open_with_the_memory_backend(tmp_path):
-    """SessionStore.open builds the named backend under a home directory."""
-    with SessionStore.open(tmp_path, backend="memory") as store:
-        assert store.get_or_create(DM).created
+@pytest.mark.parametrize(
+    ("kind", "path"), [("sqlite", "state.db"), ("jsonl", "sessions"), ("memory", None)]
+)
+def test_open_builds_the_named_backend(tmp_path, kind, path):
+    """SessionStore.open keeps each backend's files where the docs say, under the home."""
+    with SessionStore.open(tmp_path, backend=kind) as store:
+        session_id = store.get_or_create(DM).session_id
+        store.append(session_id, user("hello"))
+    if path is not None:
+        assert (tmp_path / path).exists()
+        with SessionStore.open(tmp_path, backend=kind) as again:
+            assert again.transcript(session_id)[0].content == "hello"
+
+
+def test_open_rejects_unknown_backends(tmp_path):
+    """An unknown backend name is a clear ValueError."""
     with pytest.raises(ValueError, match="unknown backend"):
         SessionStore.open(tmp_path, backend="carrier-pigeon")  # type: ignore[arg-type]
 

@@ -138,8 +138,9 @@ class SessionStore(StoreViews):
     ) -> SessionStore:
         """Open a store under ``home`` (default: :func:`~hermes_sessions.paths.default_home`).
 
-        ``sqlite`` (the default) keeps ``<home>/state.db``; ``jsonl`` keeps ``<home>/sessions/``;
-        ``memory`` keeps nothing. ``options`` go to the store's constructor.
+        ``sqlite`` (the default) keeps ``<home>/state.db``; ``jsonl`` keeps one file per session
+        in ``<home>/sessions/``, with its journal beside it; ``memory`` keeps nothing.
+        ``options`` go to the store's constructor.
         """
         from hermes_sessions.backends import open_backend  # noqa: PLC0415  # backends load lazily
 

@@ -30,8 +30,9 @@ _MODULES = {
 def open_backend(kind: str, home: Path | None = None) -> Backend:
     """Open the backend ``kind`` (``sqlite``, ``jsonl`` or ``memory``) under ``home``.
 
-    ``sqlite`` keeps ``<home>/state.db``; ``jsonl`` keeps ``<home>/sessions/``; ``memory`` keeps
-    nothing. ``home`` defaults to :func:`~hermes_sessions.paths.default_home`.
+    ``sqlite`` keeps ``<home>/state.db``; ``jsonl`` keeps ``<home>/sessions/<id>.jsonl`` with its
+    journal and routing files beside them in ``<home>``; ``memory`` keeps nothing. ``home``
+    defaults to :func:`~hermes_sessions.paths.default_home`.
     """
     if kind == "memory":
         from hermes_sessions.backends.inmemory import InMemoryBackend  # noqa: PLC0415
@@ -46,7 +47,7 @@ def open_backend(kind: str, home: Path | None = None) -> Backend:
         from hermes_sessions.backends.jsonl import JSONLBackend  # noqa: PLC0415
         from hermes_sessions.paths import default_home  # noqa: PLC0415
 
-        return JSONLBackend((home if home is not None else default_home()) / "sessions")
+        return JSONLBackend(home if home is not None else default_home())
     raise ValueError(f"unknown backend {kind!r}; choose 'sqlite', 'jsonl' or 'memory'")
 
 
