@@ -14,6 +14,7 @@ Rules:
 from __future__ import annotations
 
 import functools
+import operator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,7 +35,14 @@ if TYPE_CHECKING:
 
     from hermes_sessions.models import JSONObject
 
-__all__ = ["converter", "dump_datetime", "load_datetime", "structure", "unstructure"]
+__all__ = [
+    "converter",
+    "dump_datetime",
+    "load_datetime",
+    "message_dict",
+    "structure",
+    "unstructure",
+]
 
 T = TypeVar("T")
 
@@ -69,18 +77,30 @@ def _structure_message(data: object, _: object) -> Message:
     return Message(**known, extra=extra)
 
 
-def _unstructure_message(message: Message) -> JSONObject:
+def message_dict(message: Message, *, skip: frozenset[str] = frozenset()) -> JSONObject:
+    """The flat JSON object of a message, leaving out the fields named in ``skip``.
+
+    The converter's hook for :class:`Message`; storage backends call it directly (with the
+    fields they keep in columns skipped), since it is on the path of every append.
+    """
     out: JSONObject = {}
-    for name in _MESSAGE_FIELD_ORDER:
-        value = getattr(message, name)
-        if value is None or (name == "active" and value is True):
+    for name, value in zip(_MESSAGE_FIELD_ORDER, _MESSAGE_VALUES(message), strict=True):
+        if value is None or name in skip:
             continue
-        out[name] = dump_datetime(value) if name == "timestamp" else value
+        if name == "timestamp":
+            out[name] = dump_datetime(value)
+        elif name != "active" or value is not True:
+            out[name] = value
     out.update(message.extra)
     return out
 
 
+def _unstructure_message(message: Message) -> JSONObject:
+    return message_dict(message)
+
+
 _MESSAGE_FIELD_ORDER = tuple(a.name for a in attrs.fields(Message) if a.name != "extra")
+_MESSAGE_VALUES = operator.attrgetter(*_MESSAGE_FIELD_ORDER)
 
 
 def _omit_defaults(cls: type[Any], conv: cattrs.Converter) -> None:

@@ -248,6 +248,20 @@ MESSAGE_FIELDS: Final = frozenset(a.name for a in attrs.fields(Message)) - {"ext
 _ALL_MESSAGE_FIELDS: Final = tuple(field.name for field in attrs.fields(Message))
 
 
+def entry_from_storage(**values: Any) -> SessionEntry:
+    """A :class:`SessionEntry` from values a backend stored itself, without re-validating them.
+
+    Reading an entry is on the path of every message. A backend validated the entry when it was
+    written and checks what it reads back (types of its own columns, the JSON body through the
+    converter), so running every validator again on each read is pure cost. Every field must
+    be given. For library internals only.
+    """
+    entry = object.__new__(SessionEntry)
+    for name in _ENTRY_FIELDS:
+        object.__setattr__(entry, name, values[name])
+    return entry
+
+
 def stamped(
     message: Message,
     *,
@@ -305,6 +319,9 @@ class SessionEntry:
     resume_reason: str | None = _text_field()
     last_prompt_tokens: int | None = attrs.field(default=None, validator=_optional_non_negative)
     revision: int = attrs.field(default=0, validator=_non_negative)
+
+
+_ENTRY_FIELDS: Final = tuple(field.name for field in attrs.fields(SessionEntry))
 
 
 @attrs.frozen(kw_only=True)

@@ -24,6 +24,7 @@ from hermes_sessions.backends import _sqlite_schema as schema
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.exceptions import (
     BackendClosedError,
+    CorruptRecordError,
     IncompatibleStoreError,
     LockTimeoutError,
     StorageError,
@@ -767,3 +768,20 @@ def test_work_that_ended_its_own_transaction_is_not_rolled_back_twice(backend):
     with pytest.raises(ZeroDivisionError):
         backend._run(work, write=True)
     assert backend.get_session("s1") is None
+
+
+def test_a_damaged_routing_row_is_a_corrupt_record(backend):
+    """A routing row whose columns were damaged by hand raises CorruptRecordError, not garbage."""
+    seed(backend, "s1", "agent:main:x:dm:1")
+    connection = backend._connection()
+    connection.execute(
+        "UPDATE entries SET revision = 'two' WHERE session_key = 'agent:main:x:dm:1'"
+    )
+    with pytest.raises(CorruptRecordError, match="malformed"):
+        backend.get_entry("agent:main:x:dm:1")
+    connection.execute(
+        'UPDATE entries SET revision = 2, body = \'{"suspended": "yes"}\' '
+        "WHERE session_key = 'agent:main:x:dm:1'"
+    )
+    with pytest.raises(CorruptRecordError):
+        backend.get_entry("agent:main:x:dm:1")

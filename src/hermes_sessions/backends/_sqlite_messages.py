@@ -133,7 +133,7 @@ def _known(
 
 def append(
     connection: sqlite3.Connection,
-    seq: int,
+    seq: int | None,
     session_id: str,
     messages: Sequence[Message],
     *,
@@ -141,13 +141,29 @@ def append(
 ) -> list[Message]:
     """Append ``messages`` idempotently by platform id; return them as stored.
 
-    Ids continue from ``sqlite_sequence`` (the caller holds the write lock, so nobody else can
-    take them), which lets every row go in with one ``executemany``.
+    ``seq`` is the session's row number, or ``None`` to look it up (with the id sequence, in
+    one statement: this is on the path of every turn; an unknown session raises
+    ``SessionNotFoundError``). Ids continue from ``sqlite_sequence`` (the caller holds the
+    write lock, so nobody else can take them), which lets every row go in with one
+    ``executemany``.
     """
+    if seq is None:
+        row = connection.execute(
+            "SELECT s.seq, q.seq FROM sessions AS s "
+            "LEFT JOIN sqlite_sequence AS q ON q.name = 'messages' WHERE s.id = ?",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            raise missing_session(session_id)
+        seq, last_id = row
+    else:
+        row = connection.execute(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'messages'"
+        ).fetchone()
+        last_id = None if row is None else row[0]
+    next_id = (last_id or 0) + 1
     platform_ids = [m.platform_message_id for m in messages if m.platform_message_id]
     known = _known(connection, seq, session_id, platform_ids) if platform_ids else {}
-    row = connection.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
-    next_id = (row[0] if row is not None else 0) + 1
     stored: list[Message] = []
     inserts: list[tuple[Any, ...]] = []
     documents: list[tuple[int | None, str]] = []

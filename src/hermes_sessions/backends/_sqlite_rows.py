@@ -11,10 +11,11 @@ import functools
 import json
 from typing import TYPE_CHECKING, Any, Final
 
-from hermes_sessions._serde import structure, unstructure
+from hermes_sessions._serde import message_dict, structure, unstructure
 from hermes_sessions.backends._sqlite_schema import from_us, to_us
 from hermes_sessions.exceptions import CorruptRecordError
-from hermes_sessions.models import Message, SessionEntry, SessionRecord
+from hermes_sessions.ids import validate_session_id
+from hermes_sessions.models import Message, SessionEntry, SessionRecord, entry_from_storage
 from hermes_sessions.queries import decode_cursor, make_preview
 from hermes_sessions.titles import lineage_key, title_key
 
@@ -129,15 +130,12 @@ def record_row(record: SessionRecord) -> dict[str, Any]:
 MESSAGE_COLUMNS: Final = "m.id, m.active, m.body"
 """The columns :func:`message_from_row` reads, from ``messages AS m``."""
 
-_COLUMN_FIELDS: Final = ("id", "session_id", "active")
+_COLUMN_FIELDS: Final = frozenset({"id", "session_id", "active"})
 
 
 def message_body(message: Message) -> str:
     """The JSON body of a message: every field except those kept in columns."""
-    data = unstructure(message)
-    for name in _COLUMN_FIELDS:
-        data.pop(name, None)
-    return dumps(data)
+    return dumps(message_dict(message, skip=_COLUMN_FIELDS))
 
 
 def message_from_row(row: Sequence[Any], session_id: str) -> Message:
@@ -214,21 +212,32 @@ def _entry_fields(body: str) -> tuple[tuple[str, Any], ...]:
 
 
 def entry_from_row(row: Sequence[Any]) -> SessionEntry:
-    """Build an entry from the :data:`ENTRY_COLUMNS` of a row."""
-    try:
-        return SessionEntry(
-            session_key=row[0],
-            session_id=row[1],
-            revision=row[2],
-            created_at=from_us(row[3]),
-            updated_at=from_us(row[4]),
-            last_prompt_tokens=row[5],
-            **dict(_entry_fields(row[6])),
-        )
-    except (TypeError, ValueError) as error:
-        if isinstance(error, CorruptRecordError):
-            raise
-        raise CorruptRecordError(f"routing entry {row[0]!r}: {error}") from error
+    """Build an entry from the :data:`ENTRY_COLUMNS` of a row.
+
+    The typed columns are checked here and the JSON body by the converter (once per distinct
+    body), so the entry itself is built without running its validators again.
+    """
+    key, session_id, revision, created, updated, prompt_tokens, body = row
+    if not (
+        isinstance(key, str)
+        and isinstance(session_id, str)
+        and isinstance(revision, int)
+        and isinstance(created, int)
+        and isinstance(updated, int)
+        and (prompt_tokens is None or isinstance(prompt_tokens, int))
+        and isinstance(body, str)
+    ):
+        raise CorruptRecordError(f"routing entry {key!r} has a malformed row")
+    validate_session_id(session_id)
+    return entry_from_storage(
+        session_key=key,
+        session_id=session_id,
+        revision=revision,
+        created_at=from_us(created),
+        updated_at=from_us(updated),
+        last_prompt_tokens=prompt_tokens,
+        **dict(_entry_fields(body)),
+    )
 
 
 # -- listings --------------------------------------------------------------------------------------

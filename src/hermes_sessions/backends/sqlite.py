@@ -300,8 +300,7 @@ class SQLiteBackend(Connections):
         """Append atomically and idempotently by platform message id; one transaction."""
 
         def work(connection: sqlite3.Connection) -> list[Message]:
-            seq = writes.session_seq(connection, session_id)
-            stored = writes.append(connection, seq, session_id, messages, fts=self._fts)
+            stored = writes.append(connection, None, session_id, messages, fts=self._fts)
             if touch_at is not None:
                 connection.execute(
                     "UPDATE entries SET updated_at = max(updated_at, ?) WHERE session_id = ?",
