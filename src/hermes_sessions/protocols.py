@@ -98,8 +98,9 @@ class RotationPlan:
     """One atomic write across both layers, computed by the store and applied by the backend.
 
     The backend checks every precondition first — each :class:`EntryWrite` revision, each
-    session in ``require_open`` still open, every session an entry will point to existing
-    (or being created) — and raises :class:`~hermes_sessions.exceptions.ConflictError` or
+    session in ``require_open`` still open, the session to ``create`` not existing yet, every
+    session an entry will point to existing (or being created) — and raises
+    :class:`~hermes_sessions.exceptions.ConflictError` or
     :class:`~hermes_sessions.exceptions.SessionNotFoundError` without writing anything if one
     fails. Then, in one transaction:
 
@@ -273,7 +274,8 @@ class TranscriptStore(Protocol):
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
         """Replace one message's fields (content, tool calls, ...) keeping its id; re-index it.
 
-        Unknown messages raise ``SessionNotFoundError``.
+        Unknown messages raise ``SessionNotFoundError``; a platform message id that another
+        message of the session already has raises ``ValueError``.
         """
         ...
 

@@ -836,16 +836,6 @@ def test_os_errors_become_storage_errors(backend, directory, monkeypatch):
 def _unusual_plans():
     """Plans the store rarely makes, each applied after seeding ``s1`` (key KEY) and ``s2``."""
     return {
-        "create names an existing session": RotationPlan(
-            at=minutes(5),
-            create=record("s2"),
-            messages=[
-                say("already there", platform_message_id="p1"),
-                say("appended by a plan", platform_message_id="p2"),
-            ],
-            entries=[EntryWrite(entry=entry_for(KEY, "s2"), expected_revision=1)],
-            end=[("s1", "session_switch")],
-        ),
         "ended at birth": RotationPlan(
             at=minutes(5),
             create=record("s3"),

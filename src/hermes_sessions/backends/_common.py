@@ -328,6 +328,13 @@ class Transcript:
                 session_id=self.record.id, hint=f"it has no message {message_id}"
             )
         new = attrs.evolve(message, id=message_id, session_id=self.record.id)
+        platform_id = new.platform_message_id
+        owner = None if platform_id is None else self.by_platform_id.get(platform_id)
+        if owner is not None and owner != message_id:
+            raise ValueError(
+                f"platform message id {platform_id!r} already belongs to message {owner} of "
+                f"session {self.record.id}; give the edit that message's id or another one"
+            )
         if old.platform_message_id is not None:
             self.by_platform_id.pop(old.platform_message_id, None)
         if new.platform_message_id is not None:
@@ -502,6 +509,8 @@ def check_plan(
         if record.is_ended:
             raise ConflictError(session_id=session_id)
     created = plan.create.id if plan.create is not None else None
+    if created is not None and record_of(created) is not None:
+        raise ConflictError(session_id=created)
     needed = [w.entry.session_id for w in plan.entries] + [t for _, t in plan.repoint]
     needed += list(plan.reopen) + [s for s, _ in plan.end]
     for session_id in needed:

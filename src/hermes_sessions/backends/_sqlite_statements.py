@@ -226,6 +226,8 @@ def _check_plan(connection: sqlite3.Connection, plan: RotationPlan) -> None:
         if existing(connection, session_id).is_ended:
             raise ConflictError(session_id=session_id)
     created = plan.create.id if plan.create is not None else None
+    if created is not None and _exists(connection, created):
+        raise ConflictError(session_id=created)
     needed = [w.entry.session_id for w in plan.entries] + [t for _, t in plan.repoint]
     needed += list(plan.reopen) + [s for s, _ in plan.end]
     for session_id in dict.fromkeys(needed):

@@ -285,6 +285,21 @@ class RewriteContract(ContractBase):
         assert found is not None
         assert found.content == "v2"
 
+    def test_replace_message_cannot_take_another_messages_platform_id(
+        self, backend: Backend
+    ) -> None:
+        """An edit that would give a message another message's platform id is a ValueError."""
+        seed(backend, "s1")
+        first, _second = backend.append_messages(
+            "s1", [say("a", platform_message_id="m1"), say("b", platform_message_id="m2")]
+        )
+        with pytest.raises(ValueError, match="m2"):
+            backend.replace_message("s1", first.id or 0, say("a2", platform_message_id="m2"))
+        found = backend.find_message("s1", "m2")
+        assert found is not None
+        assert found.content == "b"
+        assert backend.get_message("s1", first.id or 0) == first
+
     def test_replace_unknown_message_raises(self, backend: Backend) -> None:
         """Editing a message that does not exist raises SessionNotFoundError."""
         seed(backend, "s1")

@@ -167,6 +167,27 @@ class PlanContract(ContractBase):
             )
         assert backend.get_session("made") is None
 
+    def test_plan_creating_an_existing_session_conflicts(self, backend: Backend) -> None:
+        """A plan whose new session id is taken conflicts and writes nothing (no silent merge)."""
+        seed(backend, "taken", KEY, say("original"))
+        with pytest.raises(ConflictError) as info:
+            backend.apply(
+                RotationPlan(
+                    at=minutes(1),
+                    create=record("taken"),
+                    messages=[say("intruder")],
+                    entries=[EntryWrite(entry=entry_for(KEY2, "taken"), expected_revision=None)],
+                )
+            )
+        assert info.value.session_id == "taken"
+        assert [m.content for m in backend.get_messages("taken")] == ["original"]
+        assert backend.get_entry(KEY2) is None
+
+    def test_require_open_of_an_unknown_session(self, backend: Backend) -> None:
+        """Requiring a session that does not exist to be open is SessionNotFoundError."""
+        with pytest.raises(SessionNotFoundError):
+            backend.apply(RotationPlan(at=minutes(1), require_open=["ghost"]))
+
     def test_plan_end_keeps_the_first_reason(self, backend: Backend) -> None:
         """Ending through a plan does not overwrite an earlier end reason."""
         seed(backend, "old", KEY)
