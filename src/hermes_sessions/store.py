@@ -511,14 +511,10 @@ class SessionStore(StoreViews):
             else:
                 self._check_title_free(clean, owner, exclude=None)
             now = self.clock.now()
-            child = attrs.evolve(
+            child = _child_of(
                 parent,
-                id=new_session_id(now),
+                now,
                 title=clean,
-                parent_session_id=parent.id,
-                started_at=now,
-                ended_at=None,
-                end_reason=None,
                 model_config={**parent.model_config, BRANCH_MARKER: parent.id},
                 archived=False,
             )
@@ -567,20 +563,9 @@ class SessionStore(StoreViews):
                     parent.title, self._titles_in_lineage(parent.title, _owner(parent))
                 )
             now = self.clock.now()
-            child = attrs.evolve(
-                parent,
-                id=new_session_id(now),
-                title=title,
-                parent_session_id=parent.id,
-                started_at=now,
-                ended_at=None,
-                end_reason=None,
-            )
+            child = _child_of(parent, now, title=title)
             prepared = [
-                self.redact(
-                    _copy(m) if m.timestamp is not None else _copy(attrs.evolve(m, timestamp=now))
-                )
-                for m in messages
+                self.redact(_copy(stamped(m, timestamp=m.timestamp or now))) for m in messages
             ]
             written = self.backend.apply(
                 RotationPlan(
@@ -725,6 +710,19 @@ def _source_of(record: SessionRecord) -> SessionSource:
     from hermes_sessions.models import SessionSource  # noqa: PLC0415
 
     return SessionSource(platform=record.source, user_id=record.user_id)
+
+
+def _child_of(parent: SessionRecord, now: datetime, **changes: Any) -> SessionRecord:
+    """A new open session continuing ``parent`` (compression, branch), started ``now``."""
+    return attrs.evolve(
+        parent,
+        id=new_session_id(now),
+        parent_session_id=parent.id,
+        started_at=now,
+        ended_at=None,
+        end_reason=None,
+        **changes,
+    )
 
 
 def _copy(message: Message) -> Message:
