@@ -73,3 +73,17 @@ def test_demo_refuses_a_used_home(capsys, tmp_path):
         main(["demo", "--home", str(tmp_path)])
     assert info.value.code == 2
     assert "not empty" in capsys.readouterr().err
+
+
+def test_demo_needs_no_test_dependencies(tmp_path):
+    """The README's first command installs without extras: the demo must not import pytest."""
+    code = (
+        "import sys; sys.modules['pytest'] = None; "
+        "from hermes_sessions.cli import main; "
+        f"raise SystemExit(main(['demo', '--home', {str(tmp_path / 'home')!r}]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert "The data is in" in result.stdout

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
         AsyncSessionStore as AsyncSessionStore,
     )
     from hermes_sessions.clock import (
+        FrozenClock as FrozenClock,
+    )
+    from hermes_sessions.clock import (
         SystemClock as SystemClock,
     )
     from hermes_sessions.exceptions import (
@@ -233,6 +236,7 @@ _EXPORTS: dict[str, str] = {
     "LineageLink": "hermes_sessions._store_views",
     "PruneReport": "hermes_sessions._store_views",
     "AsyncSessionStore": "hermes_sessions.aio",
+    "FrozenClock": "hermes_sessions.clock",
     "SystemClock": "hermes_sessions.clock",
     "AmbiguousMemoryMatchError": "hermes_sessions.exceptions",
     "AmbiguousSessionError": "hermes_sessions.exceptions",
@@ -310,6 +314,7 @@ __all__ = [
     "ConflictError",
     "CorruptRecordError",
     "EraseReport",
+    "FrozenClock",
     "HermesSessionsError",
     "IncompatibleStoreError",
     "InvalidCursorError",

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from hermes_sessions.clock import FrozenClock
 from hermes_sessions.models import Message, SessionSource
 from hermes_sessions.policy import ResetPolicies, ResetPolicy
 from hermes_sessions.store import SessionStore
-from hermes_sessions.testing import FrozenClock
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -150,13 +150,15 @@ class _Demo:
             self.say(f"  {record.id}  {record.message_count:>2} msgs  {state:<15} {title}")
 
 
-def run_demo(home: Path, out: TextIO, *, backend: str = "sqlite") -> None:
+def run_demo(
+    home: Path, out: TextIO, *, backend: Literal["sqlite", "jsonl", "memory"] = "sqlite"
+) -> None:
     """Play the scripted conversation on a store under ``home``, writing the story to ``out``."""
     clock = FrozenClock(datetime(2026, 5, 12, 1, 0, tzinfo=UTC))
     resets = ResetPolicies(
         ResetPolicy(mode="both", idle_minutes=60, at_hour=4, timezone="Asia/Shanghai")
     )
-    with SessionStore.open(home, backend=backend, clock=clock, resets=resets) as store:  # type: ignore[arg-type]
+    with SessionStore.open(home, backend=backend, clock=clock, resets=resets) as store:
         out.write(f"hermes-sessions demo — {backend} store in {home}\n")
         out.write("(a simulated clock starts at 2026-05-12 09:00 Shanghai time)\n")
         _Demo(store, clock, out).run()
