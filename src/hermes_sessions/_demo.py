@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
+import attrs
+
 from hermes_sessions.clock import FrozenClock
 from hermes_sessions.models import Message, SessionSource
 from hermes_sessions.policy import ResetPolicies, ResetPolicy
@@ -29,30 +31,9 @@ ALICE = SessionSource(
     user_name="Alice",
     chat_name="运维群",
 )
-BOB = SessionSource(
-    platform="feishu",
-    chat_type="group",
-    chat_id="oc_team",
-    user_id="ou_bob",
-    user_name="Bob",
-    chat_name="运维群",
-)
-ALICE_THREAD = SessionSource(
-    platform="feishu",
-    chat_type="thread",
-    chat_id="oc_team",
-    thread_id="t_incident",
-    user_id="ou_alice",
-    user_name="Alice",
-)
-BOB_THREAD = SessionSource(
-    platform="feishu",
-    chat_type="thread",
-    chat_id="oc_team",
-    thread_id="t_incident",
-    user_id="ou_bob",
-    user_name="Bob",
-)
+BOB = attrs.evolve(ALICE, user_id="ou_bob", user_name="Bob")
+ALICE_THREAD = attrs.evolve(ALICE, chat_type="thread", thread_id="t_incident")
+BOB_THREAD = attrs.evolve(BOB, chat_type="thread", thread_id="t_incident")
 
 
 class _Demo:

@@ -17,10 +17,11 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, Self
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
+from hermes_sessions._closing import ClosesOnExit
 from hermes_sessions._store_views import StoreViews
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.exceptions import (
@@ -43,8 +44,6 @@ from hermes_sessions.protocols import Backend, Clock, EntryWrite, RotationPlan
 from hermes_sessions.titles import MAX_TITLE_LENGTH, next_title_in_lineage, sanitize_title
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from hermes_sessions.models import SessionSource
 
 __all__ = ["RotateEvent", "SessionLookup", "SessionStore"]
@@ -100,7 +99,7 @@ def _identity(message: Message) -> Message:
 
 
 @attrs.define(eq=False)
-class SessionStore(StoreViews):
+class SessionStore(StoreViews, ClosesOnExit):
     """The session lifecycle: keys, resets, transcripts, resume, branch, compress, search.
 
     Args:
@@ -151,17 +150,6 @@ class SessionStore(StoreViews):
     def close(self) -> None:
         """Close the backend."""
         self.backend.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def on_rotate(self, callback: Callable[[RotateEvent], None]) -> Callable[[RotateEvent], None]:
         """Call ``callback`` after any key's session id changes; usable as a decorator.

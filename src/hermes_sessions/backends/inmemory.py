@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import attrs
 
+from hermes_sessions._closing import ClosesOnExit
 from hermes_sessions.backends._common import (
     EntryTable,
     MessageIndex,
@@ -30,7 +31,6 @@ from hermes_sessions.protocols import Capabilities
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
-    from types import TracebackType
 
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
@@ -59,7 +59,7 @@ def _locked(method: Callable[P, R]) -> Callable[P, R]:
 
 
 @attrs.define(eq=False)
-class InMemoryBackend:
+class InMemoryBackend(ClosesOnExit):
     """Keeps everything in process memory. Thread-safe; not persistent; single process.
 
     .. versionadded:: 0.1.0
@@ -89,17 +89,6 @@ class InMemoryBackend:
             self._table = EntryTable()
             self._sessions.clear()
             self._index = MessageIndex()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- routing index -----------------------------------------------------------------------------
 

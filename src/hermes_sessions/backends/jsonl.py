@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 import attrs
 
+from hermes_sessions._closing import ClosesOnExit
 from hermes_sessions.backends._common import (
     Transcript,
     apply_update,
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     import os
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
-    from types import TracebackType
 
     from hermes_sessions.backends._jsonl_state import SessionFile, State
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
@@ -86,7 +86,7 @@ def _session(state: State, session_id: str) -> SessionFile:
     return cached
 
 
-class JSONLBackend:
+class JSONLBackend(ClosesOnExit):
     """Stores sessions as JSON Lines files in ``directory``; several processes may share it.
 
     Args:
@@ -146,17 +146,6 @@ class JSONLBackend:
     def close(self) -> None:
         """Release the journal and the cache; later calls raise ``BackendClosedError``."""
         self._store.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     @_wrapped
     def compact(self) -> None:

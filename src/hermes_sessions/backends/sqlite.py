@@ -18,10 +18,11 @@ import functools
 import sqlite3
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from hermes_sessions._closing import ClosesOnExit
 from hermes_sessions.backends import _sqlite_messages as writes
 from hermes_sessions.backends import _sqlite_schema as schema
 from hermes_sessions.backends import _sqlite_statements as statements
@@ -50,7 +51,6 @@ from hermes_sessions.queries import SessionPage, SessionSummary, encode_cursor
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from datetime import datetime, timedelta
-    from types import TracebackType
 
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
@@ -60,7 +60,7 @@ __all__ = ["SQLiteBackend"]
 
 
 @attrs.define(eq=False)
-class SQLiteBackend(Connections):
+class SQLiteBackend(Connections, ClosesOnExit):
     """Sessions, messages, routing and search in one SQLite database (WAL, FTS5).
 
     Args:
@@ -136,17 +136,6 @@ class SQLiteBackend(Connections):
     def capabilities(self) -> Capabilities:
         """Persistent, multi-process, searchable."""
         return Capabilities(persistent=True, multiprocess=True, search=True)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- routing index -----------------------------------------------------------------------------
 
