@@ -797,7 +797,7 @@ def test_a_failed_directory_sync_after_a_backup_is_a_storage_error(store, monkey
     def failing(_directory):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(memory_module, "_fsync_directory", failing)
+    monkeypatch.setattr(memory_module, "fsync_dir", failing)
     with pytest.raises(StorageError, match="backup"):
         store.add("memory", "x")
 
@@ -854,7 +854,7 @@ import sys
 from hermes_sessions import memory
 
 # Announce the two moments that matter, so the parent can kill inside the write itself.
-write_new_file, fsync_directory = memory._write_new_file, memory._fsync_directory
+write_new_file, fsync_directory = memory._write_new_file, memory.fsync_dir
 
 def announce_write(path, data):
     print("writing-temporary", flush=True)
@@ -864,7 +864,7 @@ def announce_rename(directory):
     print("renamed", flush=True)
     fsync_directory(directory)
 
-memory._write_new_file, memory._fsync_directory = announce_write, announce_rename
+memory._write_new_file, memory.fsync_dir = announce_write, announce_rename
 store = memory.MemoryStore(sys.argv[1], memory_char_limit=1_000_000)
 number = 0
 while True:

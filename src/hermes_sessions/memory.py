@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from hermes_sessions._files import fsync_dir
 from hermes_sessions._memory_format import (
     ENTRY_DELIMITER,
     FILE_NAMES,
@@ -123,14 +124,6 @@ def _scanner(_instance: object, attribute: attrs.Attribute[Any], value: object) 
 def _random_suffix(length: int) -> str:
     """``length`` random bytes as hex: names temporary files and backups."""
     return os.urandom(length).hex()
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 def _write_new_file(path: Path, data: bytes) -> None:
@@ -452,7 +445,7 @@ class MemoryStore:
         try:
             _write_new_file(temporary, text.encode("utf-8"))
             temporary.replace(path)
-            _fsync_directory(path.parent)
+            fsync_dir(path.parent)
         except OSError as error:
             temporary.unlink(missing_ok=True)
             raise StorageError(f"cannot write {path}: {error}") from error
@@ -472,7 +465,7 @@ class MemoryStore:
             except OSError as error:
                 raise StorageError(f"cannot save a backup of {path}: {error}") from error
             try:
-                _fsync_directory(path.parent)
+                fsync_dir(path.parent)
             except OSError as error:
                 raise StorageError(f"cannot save a backup of {path}: {error}") from error
             return candidate

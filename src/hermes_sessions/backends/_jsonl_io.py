@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from hermes_sessions._files import fsync_dir
 from hermes_sessions.exceptions import CorruptRecordError, StorageError
 from hermes_sessions.models import JSONObject
 
@@ -164,8 +165,8 @@ def append_journal(fd: int, data: bytes, *, sync: bool) -> None:
         os.fsync(fd)
 
 
-def create_file(path: Path, data: bytes, *, sync: bool) -> None:
-    """Create (or overwrite) ``path`` with ``data``, private, and make it durable."""
+def _write_file(path: Path, data: bytes, *, sync: bool) -> None:
+    """Create (or overwrite) ``path`` with ``data``, private; ``fsync`` it with ``sync``."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
     try:
         _write_all(fd, data, 0)
@@ -173,6 +174,11 @@ def create_file(path: Path, data: bytes, *, sync: bool) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def create_file(path: Path, data: bytes, *, sync: bool) -> None:
+    """Create (or overwrite) ``path`` with ``data``, private, and make it durable."""
+    _write_file(path, data, sync=sync)
     if sync:
         fsync_dir(path.parent)
 
@@ -185,13 +191,7 @@ def temp_path(path: Path) -> Path:
 def replace_file(path: Path, data: bytes, *, sync: bool) -> None:
     """Replace ``path`` atomically: temp file, ``fsync``, ``rename``, ``fsync`` the directory."""
     temporary = temp_path(path)
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-    try:
-        _write_all(fd, data, 0)
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+    _write_file(temporary, data, sync=sync)
     temporary.replace(path)
     if sync:
         fsync_dir(path.parent)
@@ -204,15 +204,6 @@ def truncate(path: Path, size: int, *, sync: bool) -> None:
         os.ftruncate(fd, size)
         if sync:
             os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make the directory's entries (new, renamed or removed files) durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
     finally:
         os.close(fd)
 
