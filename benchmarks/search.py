@@ -29,7 +29,7 @@ from _data.corpus import KANA_WORDS, TECH, Corpus
 
 from hermes_sessions import text
 from hermes_sessions.backends import SQLiteBackend
-from hermes_sessions.backends._sqlite_search import fts_query
+from hermes_sessions.backends.sqlite._search import fts_query
 from hermes_sessions.models import Message, SessionRecord
 from hermes_sessions.protocols import RotationPlan
 from hermes_sessions.queries import SearchQuery

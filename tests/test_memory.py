@@ -20,8 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hermes_sessions
-from hermes_sessions import memory as memory_module
-from hermes_sessions._memory_format import drift_reason
 from hermes_sessions.exceptions import (
     AmbiguousMemoryMatchError,
     InvalidMemoryContentError,
@@ -43,6 +41,8 @@ from hermes_sessions.memory import (
     parse_entries,
     render_entries,
 )
+from hermes_sessions.memory import _store as memory_module
+from hermes_sessions.memory._format import drift_reason
 from hermes_sessions.paths import HOME_ENV_VAR
 from hermes_sessions.testing import FrozenClock
 from hermes_sessions.threats import DEFAULT_SCANNER
@@ -472,7 +472,7 @@ def test_previews_are_short(store):
 
 def test_several_identical_matches_take_the_first():
     """When every match is the same text, the first one is the match."""
-    from hermes_sessions._memory_format import _find  # noqa: PLC0415
+    from hermes_sessions.memory._format import _find  # noqa: PLC0415
 
     assert _find(["no", "same x", "same x", "other"], "x", target="memory", action="remove") == 1
 
@@ -851,7 +851,7 @@ def test_eight_processes_adding_at_once_lose_nothing(directory):
 
 WRITE_FOREVER = """
 import sys
-from hermes_sessions import memory
+from hermes_sessions.memory import _store as memory
 
 # Announce the two moments that matter, so the parent can kill inside the write itself.
 write_new_file, fsync_directory = memory._write_new_file, memory.fsync_dir

@@ -16,8 +16,8 @@ from hermes_sessions import (
     SessionRecord,
     SessionSource,
 )
-from hermes_sessions._serde import converter, make_converter, structure, unstructure
 from hermes_sessions.models import MESSAGE_FIELDS
+from hermes_sessions.serde import converter, make_converter, structure, unstructure
 
 NOW = datetime(2026, 5, 12, 1, 20, 0, 124181, tzinfo=UTC)
 RECORD = {"id": "s", "source": "cli", "started_at": NOW.isoformat()}

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_sessions import _text_tokens
 from hermes_sessions.text import Token, index_tokens, tokenize
+from hermes_sessions.text import _tokens as _text_tokens
 
 # Every character FTS5's ``ascii`` tokenizer would treat as a separator, and upper-case ASCII.
 FTS_UNSAFE = re.compile("[\x00-\x2f\x3a-\x60\x7b-\x7f]")

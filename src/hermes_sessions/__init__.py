@@ -15,21 +15,6 @@ from typing import TYPE_CHECKING, Any
 from hermes_sessions._version import __version__
 
 if TYPE_CHECKING:
-    from hermes_sessions._store_views import (
-        AnchoredView as AnchoredView,
-    )
-    from hermes_sessions._store_views import (
-        EraseReport as EraseReport,
-    )
-    from hermes_sessions._store_views import (
-        Lineage as Lineage,
-    )
-    from hermes_sessions._store_views import (
-        LineageLink as LineageLink,
-    )
-    from hermes_sessions._store_views import (
-        PruneReport as PruneReport,
-    )
     from hermes_sessions.aio import (
         AsyncSessionStore as AsyncSessionStore,
     )
@@ -201,6 +186,21 @@ if TYPE_CHECKING:
     from hermes_sessions.store import (
         SessionStore as SessionStore,
     )
+    from hermes_sessions.store._views import (
+        AnchoredView as AnchoredView,
+    )
+    from hermes_sessions.store._views import (
+        EraseReport as EraseReport,
+    )
+    from hermes_sessions.store._views import (
+        Lineage as Lineage,
+    )
+    from hermes_sessions.store._views import (
+        LineageLink as LineageLink,
+    )
+    from hermes_sessions.store._views import (
+        PruneReport as PruneReport,
+    )
     from hermes_sessions.threats import (
         ThreatScanner as ThreatScanner,
     )
@@ -230,11 +230,11 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
-    "AnchoredView": "hermes_sessions._store_views",
-    "EraseReport": "hermes_sessions._store_views",
-    "Lineage": "hermes_sessions._store_views",
-    "LineageLink": "hermes_sessions._store_views",
-    "PruneReport": "hermes_sessions._store_views",
+    "AnchoredView": "hermes_sessions.store._views",
+    "EraseReport": "hermes_sessions.store._views",
+    "Lineage": "hermes_sessions.store._views",
+    "LineageLink": "hermes_sessions.store._views",
+    "PruneReport": "hermes_sessions.store._views",
     "AsyncSessionStore": "hermes_sessions.aio",
     "FrozenClock": "hermes_sessions.clock",
     "SystemClock": "hermes_sessions.clock",

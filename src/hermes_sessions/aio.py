@@ -27,15 +27,15 @@ if TYPE_CHECKING:
     from pathlib import Path
     from types import TracebackType
 
-    from hermes_sessions._store_views import (
+    from hermes_sessions.models import Message, SessionEntry, SessionRecord, SessionSource
+    from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+    from hermes_sessions.store import RotateEvent, SessionLookup
+    from hermes_sessions.store._views import (
         AnchoredView,
         EraseReport,
         Lineage,
         PruneReport,
     )
-    from hermes_sessions.models import Message, SessionEntry, SessionRecord, SessionSource
-    from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
-    from hermes_sessions.store import RotateEvent, SessionLookup
 
 __all__ = ["AsyncSessionStore"]
 

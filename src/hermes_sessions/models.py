@@ -5,7 +5,7 @@ exists is well-formed. Datetimes are always timezone-aware. JSON-shaped fields (
 parts, tool calls, ``model_config``, ``metadata``, ``extra``) hold plain ``dict``/``list`` values;
 treat them as read-only and build a new model with :func:`attrs.evolve` to change one.
 
-Conversion to and from JSON-able dicts lives in one place, :mod:`hermes_sessions._serde`.
+Conversion to and from JSON-able dicts lives in one place, :mod:`hermes_sessions.serde`.
 """
 
 from __future__ import annotations

@@ -18,8 +18,10 @@ import filelock
 import pytest
 
 import hermes_sessions
-from hermes_sessions.backends import JSONLBackend, _jsonl_state, _jsonl_store
+from hermes_sessions.backends import JSONLBackend
 from hermes_sessions.backends.inmemory import InMemoryBackend
+from hermes_sessions.backends.jsonl import _engine as _jsonl_store
+from hermes_sessions.backends.jsonl import _state as _jsonl_state
 from hermes_sessions.exceptions import (
     BackendClosedError,
     CorruptRecordError,

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from hermes_sessions.backends import _jsonl_io
+from hermes_sessions.backends.jsonl import _io as _jsonl_io
 from hermes_sessions.exceptions import StorageError
 
 

@@ -19,9 +19,9 @@ import pytest
 
 import hermes_sessions
 from hermes_sessions.backends import SQLiteBackend
-from hermes_sessions.backends import _sqlite_connections as connections
-from hermes_sessions.backends import _sqlite_schema as schema
 from hermes_sessions.backends.inmemory import InMemoryBackend
+from hermes_sessions.backends.sqlite import _connections as connections
+from hermes_sessions.backends.sqlite import _schema as schema
 from hermes_sessions.exceptions import (
     BackendClosedError,
     CorruptRecordError,
@@ -668,7 +668,7 @@ def test_fts5_probe_reports_a_missing_module():
 
 def test_migrations_and_index_builds_done_by_another_process_are_skipped(backend):
     """Re-running an applied migration or building a ready index changes nothing."""
-    from hermes_sessions.backends import _sqlite_statements as statements  # noqa: PLC0415
+    from hermes_sessions.backends.sqlite import _statements as statements  # noqa: PLC0415
 
     connection = backend._connection()
     statements.migrate(connection, version=1)
@@ -738,7 +738,7 @@ def test_a_file_that_cannot_be_created_is_a_storage_error(tmp_path):
 
 def test_closing_during_a_call_raises_backend_closed(backend, monkeypatch):
     """A call whose backend is closed under it raises BackendClosedError, not a sqlite3 error."""
-    from hermes_sessions.backends import _sqlite_statements as statements  # noqa: PLC0415
+    from hermes_sessions.backends.sqlite import _statements as statements  # noqa: PLC0415
 
     def close_first(connection, session_id):
         backend.close()

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import attrs
 
-from hermes_sessions._closing import ClosesOnExit
-from hermes_sessions.backends._common import (
+from hermes_sessions.backends.rules import (
     EntryTable,
     MessageIndex,
     Transcript,
@@ -26,6 +25,7 @@ from hermes_sessions.backends._common import (
     resolve_plan,
     session_page,
 )
+from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import BackendClosedError
 from hermes_sessions.protocols import Capabilities
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from hermes_sessions.clock import FrozenClock
 from hermes_sessions.testing._durability import DurabilityContract
-from hermes_sessions.testing._index import IndexContract
 from hermes_sessions.testing._messages import AppendContract, ReadContract, RewriteContract
 from hermes_sessions.testing._plans import PlanContract
+from hermes_sessions.testing._routing import IndexContract
 from hermes_sessions.testing._search import SearchContract
 from hermes_sessions.testing._sessions import ListingContract, SessionContract
 

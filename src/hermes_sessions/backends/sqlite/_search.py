@@ -31,8 +31,8 @@ import heapq
 from typing import TYPE_CHECKING, Any, Final
 
 from hermes_sessions import text
-from hermes_sessions.backends._common import make_hit, rank_hits
-from hermes_sessions.backends._sqlite_rows import (
+from hermes_sessions.backends.rules import make_hit, rank_hits
+from hermes_sessions.backends.sqlite._rows import (
     MESSAGE_COLUMNS,
     SESSION_COLUMNS,
     in_list,
@@ -40,7 +40,7 @@ from hermes_sessions.backends._sqlite_rows import (
     record_from_row,
     visibility_sql,
 )
-from hermes_sessions.backends._sqlite_schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME, to_us
+from hermes_sessions.backends.sqlite._schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME, to_us
 
 if TYPE_CHECKING:
     import sqlite3

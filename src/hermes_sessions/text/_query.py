@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from hermes_sessions._text_tokens import (
+from hermes_sessions.text._tokens import (
     SEPARATOR,
     Stream,
     Word,

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from hermes_sessions import text
-from hermes_sessions.backends import _sqlite_schema as schema
-from hermes_sessions.backends._common import fresh_record, missing_session
-from hermes_sessions.backends._sqlite_messages import append
-from hermes_sessions.backends._sqlite_rows import (
+from hermes_sessions.backends.rules import fresh_record, missing_session
+from hermes_sessions.backends.sqlite import _schema as schema
+from hermes_sessions.backends.sqlite._messages import append
+from hermes_sessions.backends.sqlite._rows import (
     ENTRY_COLUMNS,
     SESSION_COLUMNS,
     entry_body,

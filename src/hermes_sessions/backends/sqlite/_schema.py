@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 from hermes_sessions import text
-from hermes_sessions._serde import dump_datetime
 from hermes_sessions.exceptions import IncompatibleStoreError
+from hermes_sessions.serde import dump_datetime
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
-from hermes_sessions import _serde
+from hermes_sessions import serde
 from hermes_sessions.exceptions import AmbiguousSessionError, ConflictError, SessionNotFoundError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import Message, SessionRecord
@@ -139,7 +139,7 @@ def _relation(parent: SessionRecord | None, child: SessionRecord) -> str:
 
 
 def _size(message: Message) -> int:
-    return len(json.dumps(_serde.unstructure(message), ensure_ascii=False).encode())
+    return len(json.dumps(serde.unstructure(message), ensure_ascii=False).encode())
 
 
 class StoreViews:
@@ -472,7 +472,7 @@ class StoreViews:
             doomed.append(item.record.id)
             messages += len(transcript)
             size += sum(_size(m) for m in transcript)
-            size += len(json.dumps(_serde.unstructure(item.record), ensure_ascii=False).encode())
+            size += len(json.dumps(serde.unstructure(item.record), ensure_ascii=False).encode())
         if not dry_run:
             for session_id in doomed:
                 self.backend.delete_session(session_id)

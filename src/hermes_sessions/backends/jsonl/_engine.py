@@ -28,9 +28,8 @@ from typing import TYPE_CHECKING, Final
 
 import filelock
 
-from hermes_sessions.backends._common import EntryTable
-from hermes_sessions.backends._jsonl_format import encode, parse_session_line
-from hermes_sessions.backends._jsonl_io import (
+from hermes_sessions.backends.jsonl._format import encode, parse_session_line
+from hermes_sessions.backends.jsonl._io import (
     append_journal,
     append_lines,
     create_file,
@@ -42,7 +41,7 @@ from hermes_sessions.backends._jsonl_io import (
     temp_path,
     truncate,
 )
-from hermes_sessions.backends._jsonl_journal import (
+from hermes_sessions.backends.jsonl._journal import (
     EMPTY_SNAPSHOT,
     Commit,
     Create,
@@ -59,7 +58,7 @@ from hermes_sessions.backends._jsonl_journal import (
     read_snapshot,
     snapshot_lines,
 )
-from hermes_sessions.backends._jsonl_state import (
+from hermes_sessions.backends.jsonl._state import (
     Kind,
     Loaded,
     SessionFile,
@@ -72,6 +71,7 @@ from hermes_sessions.backends._jsonl_state import (
     touched_sessions,
     trailing_group,
 )
+from hermes_sessions.backends.rules import EntryTable
 from hermes_sessions.exceptions import (
     BackendClosedError,
     CorruptRecordError,
@@ -85,8 +85,8 @@ if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
 
-    from hermes_sessions.backends._jsonl_format import SessionLine
-    from hermes_sessions.backends._jsonl_journal import NewSession
+    from hermes_sessions.backends.jsonl._format import SessionLine
+    from hermes_sessions.backends.jsonl._journal import NewSession
 
 __all__ = ["Store"]
 

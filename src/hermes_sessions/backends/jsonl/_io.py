@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from hermes_sessions._files import fsync_dir
 from hermes_sessions.exceptions import CorruptRecordError, StorageError
+from hermes_sessions.files import fsync_dir
 from hermes_sessions.models import JSONObject
 
 if TYPE_CHECKING:

@@ -11,12 +11,12 @@ import functools
 import json
 from typing import TYPE_CHECKING, Any, Final
 
-from hermes_sessions._serde import message_dict, structure, unstructure
-from hermes_sessions.backends._sqlite_schema import from_us, to_us
+from hermes_sessions.backends.sqlite._schema import from_us, to_us
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, entry_from_storage
 from hermes_sessions.queries import decode_cursor, make_preview
+from hermes_sessions.serde import message_dict, structure, unstructure
 from hermes_sessions.titles import lineage_key, title_key
 
 if TYPE_CHECKING:

@@ -25,21 +25,21 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from hermes_sessions.backends._common import EntryTable
-from hermes_sessions.backends._jsonl_format import (
+from hermes_sessions.backends.jsonl._engine import JOURNAL, SNAPSHOT, Store
+from hermes_sessions.backends.jsonl._format import (
     Header,
     MessageLine,
     SessionLine,
     encode,
     parse_session_line,
 )
-from hermes_sessions.backends._jsonl_io import (
+from hermes_sessions.backends.jsonl._io import (
     PRIVATE_FILE,
     make_private_dir,
     replace_file,
     truncate,
 )
-from hermes_sessions.backends._jsonl_journal import (
+from hermes_sessions.backends.jsonl._journal import (
     Commit,
     JournalHeader,
     JournalRecord,
@@ -51,13 +51,13 @@ from hermes_sessions.backends._jsonl_journal import (
     parse_snapshot_line,
     snapshot_lines,
 )
-from hermes_sessions.backends._jsonl_state import (
+from hermes_sessions.backends.jsonl._state import (
     State,
     apply_record,
     load_session,
     trailing_group,
 )
-from hermes_sessions.backends._jsonl_store import JOURNAL, SNAPSHOT, Store
+from hermes_sessions.backends.rules import EntryTable
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import SessionEntry, SessionRecord

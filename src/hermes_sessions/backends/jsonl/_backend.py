@@ -17,8 +17,20 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 import attrs
 
-from hermes_sessions._closing import ClosesOnExit
-from hermes_sessions.backends._common import (
+from hermes_sessions.backends.jsonl._engine import Store
+from hermes_sessions.backends.jsonl._format import Active, End, MessageLine, Reopen, Update
+from hermes_sessions.backends.jsonl._journal import (
+    Delete,
+    Lease,
+    NewSession,
+    Plan,
+    Put,
+    Release,
+    Remove,
+    Touch,
+)
+from hermes_sessions.backends.jsonl._repair import DroppedLine, RepairReport, repair
+from hermes_sessions.backends.rules import (
     Transcript,
     apply_update,
     check_update,
@@ -29,19 +41,7 @@ from hermes_sessions.backends._common import (
     session_page,
     touched_entry,
 )
-from hermes_sessions.backends._jsonl_format import Active, End, MessageLine, Reopen, Update
-from hermes_sessions.backends._jsonl_journal import (
-    Delete,
-    Lease,
-    NewSession,
-    Plan,
-    Put,
-    Release,
-    Remove,
-    Touch,
-)
-from hermes_sessions.backends._jsonl_repair import DroppedLine, RepairReport, repair
-from hermes_sessions.backends._jsonl_store import Store
+from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import HermesSessionsError, StorageError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.protocols import Capabilities
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
-    from hermes_sessions.backends._jsonl_state import SessionFile, State
+    from hermes_sessions.backends.jsonl._state import SessionFile, State
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery

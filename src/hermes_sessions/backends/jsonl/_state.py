@@ -1,7 +1,7 @@
 """The JSONL backend's in-memory cache, and how file lines and journal records change it.
 
 :class:`State` is one process's cache of a whole directory. A :class:`SessionFile` is the
-shared :class:`~hermes_sessions.backends._common.Transcript` of one
+shared :class:`~hermes_sessions.backends.rules.Transcript` of one
 session plus how far its file has been read. Reading happens in two phases so that a malformed
 file never leaves the cache half-updated: :func:`load_session` and :func:`read_tail` parse and
 check everything (raising ``CorruptRecordError`` with the file and line), then
@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from hermes_sessions.backends._common import EntryTable, MessageIndex, Transcript, apply_update
-from hermes_sessions.backends._jsonl_format import (
+from hermes_sessions.backends.jsonl._format import (
     Active,
     End,
     Header,
@@ -28,8 +27,8 @@ from hermes_sessions.backends._jsonl_format import (
     Update,
     parse_session_line,
 )
-from hermes_sessions.backends._jsonl_io import Chunk, Line, read_chunk
-from hermes_sessions.backends._jsonl_journal import (
+from hermes_sessions.backends.jsonl._io import Chunk, Line, read_chunk
+from hermes_sessions.backends.jsonl._journal import (
     Commit,
     Create,
     Delete,
@@ -43,6 +42,7 @@ from hermes_sessions.backends._jsonl_journal import (
     Touch,
     Write,
 )
+from hermes_sessions.backends.rules import EntryTable, MessageIndex, Transcript, apply_update
 from hermes_sessions.exceptions import CorruptRecordError
 
 if TYPE_CHECKING:

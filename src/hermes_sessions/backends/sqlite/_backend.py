@@ -22,13 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from hermes_sessions._closing import ClosesOnExit
-from hermes_sessions.backends import _sqlite_messages as writes
-from hermes_sessions.backends import _sqlite_schema as schema
-from hermes_sessions.backends import _sqlite_statements as statements
-from hermes_sessions.backends._common import apply_update, check_update
-from hermes_sessions.backends._sqlite_connections import Connections, Durability, guarded
-from hermes_sessions.backends._sqlite_rows import (
+from hermes_sessions.backends.rules import apply_update, check_update
+from hermes_sessions.backends.sqlite import _messages as writes
+from hermes_sessions.backends.sqlite import _schema as schema
+from hermes_sessions.backends.sqlite import _statements as statements
+from hermes_sessions.backends.sqlite._connections import Connections, Durability, guarded
+from hermes_sessions.backends.sqlite._rows import (
     ENTRY_COLUMNS,
     MESSAGE_COLUMNS,
     SESSION_WIDTH,
@@ -39,7 +38,8 @@ from hermes_sessions.backends._sqlite_rows import (
     record_from_row,
     record_row,
 )
-from hermes_sessions.backends._sqlite_search import search as run_search
+from hermes_sessions.backends.sqlite._search import search as run_search
+from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import (
     LockTimeoutError,
     SessionNotFoundError,

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
 
-from hermes_sessions._serde import dump_datetime, unstructure
-from hermes_sessions.backends._jsonl_format import (
+from hermes_sessions.backends.jsonl._format import (
     FORMAT_VERSION,
     End,
     Fields,
@@ -29,15 +28,16 @@ from hermes_sessions.backends._jsonl_format import (
     read_message,
     record_json,
 )
-from hermes_sessions.backends._jsonl_io import read_chunk
+from hermes_sessions.backends.jsonl._io import read_chunk
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.models import Message, SessionEntry, SessionRecord
+from hermes_sessions.serde import dump_datetime, unstructure
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
-    from hermes_sessions.backends._jsonl_io import Line
+    from hermes_sessions.backends.jsonl._io import Line
     from hermes_sessions.models import JSONObject
 
 __all__ = [

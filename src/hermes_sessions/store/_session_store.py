@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
-from hermes_sessions._closing import ClosesOnExit
-from hermes_sessions._store_views import StoreViews
 from hermes_sessions.clock import SystemClock
+from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import (
     ConflictError,
     LeaseHeldError,
@@ -41,6 +40,7 @@ from hermes_sessions.models import (
 )
 from hermes_sessions.policy import ResetPolicies, evaluate_reset
 from hermes_sessions.protocols import Backend, Clock, EntryWrite, RotationPlan
+from hermes_sessions.store._views import StoreViews
 from hermes_sessions.titles import MAX_TITLE_LENGTH, next_title_in_lineage, sanitize_title
 
 if TYPE_CHECKING:

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, TypeVar
 
 import attrs
 
-from hermes_sessions._serde import dump_datetime, load_datetime, structure, unstructure
-from hermes_sessions.backends._common import apply_update, check_update
+from hermes_sessions.backends.rules import apply_update, check_update
 from hermes_sessions.exceptions import CorruptRecordError, IncompatibleStoreError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import JSONObject, Message, SessionRecord
+from hermes_sessions.serde import dump_datetime, load_datetime, structure, unstructure
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from hermes_sessions._text_query import Document
+from hermes_sessions.text._query import Document
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Sequence
 
-    from hermes_sessions._text_query import Phrase, Query, TokenPattern
+    from hermes_sessions.text._query import Phrase, Query, TokenPattern
 
 __all__ = ["BM25_B", "BM25_K1", "SearchIndex", "bm25_score", "scoring_tokens"]
 

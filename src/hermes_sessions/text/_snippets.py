@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from hermes_sessions._text_query import stream_spans
-from hermes_sessions._text_tokens import stream
+from hermes_sessions.text._query import stream_spans
+from hermes_sessions.text._tokens import stream
 
 if TYPE_CHECKING:
-    from hermes_sessions._text_query import Query
     from hermes_sessions.models import JSONObject, Message
+    from hermes_sessions.text._query import Query
 
 __all__ = ["Snippet", "make_snippet", "searchable_text"]
 

@@ -26,8 +26,17 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from hermes_sessions._files import fsync_dir
-from hermes_sessions._memory_format import (
+from hermes_sessions.clock import SystemClock
+from hermes_sessions.exceptions import (
+    InvalidMemoryContentError,
+    LockTimeoutError,
+    MemoryContentBlockedError,
+    MemoryDriftError,
+    StorageError,
+    UnknownMemoryTargetError,
+)
+from hermes_sessions.files import fsync_dir
+from hermes_sessions.memory._format import (
     ENTRY_DELIMITER,
     FILE_NAMES,
     MEMORY_TARGETS,
@@ -45,15 +54,6 @@ from hermes_sessions._memory_format import (
     plan_replace,
     render_entries,
     snapshot_target,
-)
-from hermes_sessions.clock import SystemClock
-from hermes_sessions.exceptions import (
-    InvalidMemoryContentError,
-    LockTimeoutError,
-    MemoryContentBlockedError,
-    MemoryDriftError,
-    StorageError,
-    UnknownMemoryTargetError,
 )
 from hermes_sessions.paths import memories_dir
 from hermes_sessions.protocols import Clock

@@ -96,8 +96,7 @@ re-index after a Python upgrade that changes the Unicode version.
 
 from __future__ import annotations
 
-from hermes_sessions._text_index import BM25_B, BM25_K1, SearchIndex, bm25_score, scoring_tokens
-from hermes_sessions._text_query import (
+from hermes_sessions.text._query import (
     MAX_QUERY_LENGTH,
     MAX_QUERY_PHRASES,
     Clause,
@@ -108,8 +107,9 @@ from hermes_sessions._text_query import (
     match_spans,
     parse_query,
 )
-from hermes_sessions._text_snippets import Snippet, make_snippet, searchable_text
-from hermes_sessions._text_tokens import Token, TokenKind, index_tokens, tokenize
+from hermes_sessions.text._ranking import BM25_B, BM25_K1, SearchIndex, bm25_score, scoring_tokens
+from hermes_sessions.text._snippets import Snippet, make_snippet, searchable_text
+from hermes_sessions.text._tokens import Token, TokenKind, index_tokens, tokenize
 
 __all__ = [
     "BM25_B",

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from hermes_sessions import text
-from hermes_sessions.backends._common import missing_session, tool_call_count
-from hermes_sessions.backends._sqlite_rows import (
+from hermes_sessions.backends.rules import missing_session, tool_call_count
+from hermes_sessions.backends.sqlite._rows import (
     MESSAGE_COLUMNS,
     in_list,
     message_body,
     message_from_row,
 )
-from hermes_sessions.backends._sqlite_schema import (
+from hermes_sessions.backends.sqlite._schema import (
     BLOCK_SHIFT,
     FTS_TABLE,
     NO_TIME,
