@@ -47,7 +47,10 @@ ResetReason: TypeAlias = Literal["idle", "daily", "suspended"]
 SLUG_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 
 CONVENTIONAL_CHAT_TYPES: Final = frozenset({"dm", "group", "channel", "thread"})
-"""The chat types keys, reset policies and the private-lane rule are written for."""
+"""The chat types keys, reset policies and the private-lane rule are written for.
+
+.. versionadded:: 0.1.0
+"""
 
 PLATFORM_CHAT_TYPES: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
     {
@@ -79,6 +82,8 @@ PLATFORM_CHAT_TYPES: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
 
 A conventional name is never renamed (keys built with it stay as they are), so names a platform
 shares with the conventions (Telegram ``group``, Slack ``channel``) need no entry.
+
+.. versionadded:: 0.1.0
 """
 
 

@@ -67,7 +67,10 @@ class Retract:
 
 
 InboundEvent: TypeAlias = NewMessage | Edit | Retract
-"""What an adapter returns for an event that concerns the transcript."""
+"""What an adapter returns for an event that concerns the transcript.
+
+.. versionadded:: 0.1.0
+"""
 
 
 @attrs.frozen(kw_only=True)
