@@ -1,7 +1,7 @@
 """The search query language: parser, normal form, and the matcher every backend agrees with.
 
-See :mod:`hermes_sessions.text` for the language. The parser never raises: whatever it cannot
-read as an operator, a phrase or a word is a separator, and what is left is plain words.
+The language and the normal form are specified in :mod:`hermes_sessions.text`; this module
+implements them.
 """
 
 from __future__ import annotations
