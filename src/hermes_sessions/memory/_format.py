@@ -15,6 +15,8 @@ import attrs
 
 from hermes_sessions.exceptions import (
     AmbiguousMemoryMatchError,
+    InvalidMemoryContentError,
+    MemoryContentBlockedError,
     MemoryEntryNotFoundError,
     MemoryLimitError,
     UnknownMemoryTargetError,
@@ -35,6 +37,8 @@ __all__ = [
     "MemorySnapshot",
     "Outcome",
     "TargetSnapshot",
+    "check_content",
+    "check_old_text",
     "drift_reason",
     "entries_usage",
     "normalise_text",
@@ -304,6 +308,65 @@ def snapshot_target(
 
 
 # -- planning a change (pure) ----------------------------------------------------------------------
+def check_content(
+    content: object, *, target: str, action: str, limit: int, scanner: ThreatScanner | None
+) -> str:
+    """The new entry ``content`` normalised and stripped, or the refusal it deserves.
+
+    Raises:
+        TypeError: ``content`` is not a str.
+        InvalidMemoryContentError: it is empty or holds a line of only ``§``.
+        MemoryContentBlockedError: ``scanner`` flagged it.
+    """
+    if not isinstance(content, str):
+        raise TypeError(f"content must be a str, got {type(content).__name__}")
+    cleaned = normalise_text(content).strip()
+    if not cleaned:
+        raise InvalidMemoryContentError(
+            "the content is empty" + ("; to delete an entry use remove" * (action != "add")),
+            target=target,
+            action=action,
+        )
+    if "§" in cleaned.split("\n"):
+        raise InvalidMemoryContentError(
+            "a line holding only '§' separates entries, so an entry cannot contain one; "
+            "store the parts as separate entries",
+            target=target,
+            action=action,
+        )
+    # Content longer than the whole limit is refused as over the limit whatever it says, so
+    # it is not scanned: a model sending megabytes costs nothing.
+    if (
+        scanner is not None
+        and len(cleaned) <= limit
+        and (findings := scanner.scan(cleaned, scope=SCOPE_MEMORY))
+    ):
+        raise MemoryContentBlockedError(
+            target=target,
+            action=action,
+            pattern_ids=[finding.pattern_id for finding in findings],
+            excerpts=[finding.excerpt for finding in findings],
+        )
+    return cleaned
+
+
+def check_old_text(old_text: object, *, target: str, action: str) -> str:
+    """The ``old_text`` of a replace or remove normalised and stripped, or its refusal.
+
+    Raises:
+        TypeError: ``old_text`` is not a str.
+        InvalidMemoryContentError: it is empty.
+    """
+    if not isinstance(old_text, str):
+        raise TypeError(f"old_text must be a str, got {type(old_text).__name__}")
+    cleaned = normalise_text(old_text).strip()
+    if not cleaned:
+        raise InvalidMemoryContentError(
+            "old_text is empty; give a short, distinctive part of the entry to change",
+            target=target,
+            action=action,
+        )
+    return cleaned
 
 
 @attrs.frozen
