@@ -51,10 +51,16 @@ __all__ = [
 ]
 
 ENTRY_DELIMITER: Final = "\n§\n"
-"""What separates two entries in a memory file: a line holding only ``§``."""
+"""What separates two entries in a memory file: a line holding only ``§``.
+
+.. versionadded:: 0.1.0
+"""
 
 MEMORY_TARGETS: Final = ("memory", "user")
-"""The two targets: ``"memory"`` (``MEMORY.md``) and ``"user"`` (``USER.md``)."""
+"""The two targets: ``"memory"`` (``MEMORY.md``) and ``"user"`` (``USER.md``).
+
+.. versionadded:: 0.1.0
+"""
 
 FILE_NAMES: Final = {"memory": "MEMORY.md", "user": "USER.md"}
 _TITLES: Final = {
@@ -79,6 +85,8 @@ def parse_entries(text: str) -> tuple[str, ...]:
 
     >>> parse_entries("first\n§\nsecond § with a section sign\n§\n\n§\nfirst")
     ('first', 'second § with a section sign')
+
+    .. versionadded:: 0.1.0
     """
     seen: set[str] = set()
     entries: list[str] = []
@@ -91,12 +99,18 @@ def parse_entries(text: str) -> tuple[str, ...]:
 
 
 def render_entries(entries: Iterable[str]) -> str:
-    """Join entries into the text of a memory file (no trailing newline, like Hermes)."""
+    """Join entries into the text of a memory file (no trailing newline, like Hermes).
+
+    .. versionadded:: 0.1.0
+    """
     return ENTRY_DELIMITER.join(entries)
 
 
 def entries_usage(entries: Iterable[str]) -> int:
-    """Characters the entries use against the limit: their length joined by the delimiter."""
+    """Characters the entries use against the limit: their length joined by the delimiter.
+
+    .. versionadded:: 0.1.0
+    """
     return len(render_entries(entries))
 
 
@@ -146,6 +160,8 @@ class MemoryResult:
         usage: Characters used after the change.
         limit: The file's character limit.
         backup_path: The copy kept by :meth:`MemoryStore.repair`, otherwise ``None``.
+
+    .. versionadded:: 0.1.0
     """
 
     target: str
@@ -183,6 +199,8 @@ class BlockedEntry:
     Attributes:
         index: Its 0-based position among the file's entries.
         pattern_ids: The threat patterns it matched.
+
+    .. versionadded:: 0.1.0
     """
 
     index: int
@@ -207,6 +225,8 @@ class TargetSnapshot:
         usage: Characters the file used when loaded (its real entries, placeholders aside).
         limit: The file's character limit.
         text: The rendered section of the prompt block (``""`` for an empty file).
+
+    .. versionadded:: 0.1.0
     """
 
     target: str
@@ -238,6 +258,8 @@ class MemorySnapshot:
 
     ``prompt_block`` (also ``str(snapshot)``) is ready to append to a system prompt; it is ``""``
     when both files are empty. It never changes: writes made later show up in the next snapshot.
+
+    .. versionadded:: 0.1.0
     """
 
     memory: TargetSnapshot

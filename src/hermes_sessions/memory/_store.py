@@ -55,13 +55,22 @@ __all__ = [
 ]
 
 DEFAULT_MEMORY_CHAR_LIMIT: Final = 2200
-"""Default character limit of ``MEMORY.md``."""
+"""Default character limit of ``MEMORY.md``.
+
+.. versionadded:: 0.1.0
+"""
 
 DEFAULT_USER_CHAR_LIMIT: Final = 1375
-"""Default character limit of ``USER.md``."""
+"""Default character limit of ``USER.md``.
+
+.. versionadded:: 0.1.0
+"""
 
 DEFAULT_LOCK_TIMEOUT: Final = 10.0
-"""Seconds a write waits for the file lock before raising ``LockTimeoutError``."""
+"""Seconds a write waits for the file lock before raising ``LockTimeoutError``.
+
+.. versionadded:: 0.1.0
+"""
 
 _BACKUP_ATTEMPTS: Final = 16
 
@@ -130,6 +139,8 @@ class MemoryStore:
         lock_timeout: Seconds a write waits for the file lock (``0``: try once).
         clock: Where the time comes from (names backups); a ``Clock`` such as
             ``testing.FrozenClock``.
+
+    .. versionadded:: 0.1.0
     """
 
     directory: Path = attrs.field(default=None, converter=_directory)

@@ -81,6 +81,8 @@ def searchable_text(message: Message) -> str:
     >>> call = {"function": {"name": "web_search", "arguments": '{"q": "\\u98de\\u4e66"}'}}
     >>> searchable_text(Message(role="assistant", content="ok", tool_calls=[call]))
     'ok\nweb_search\n飞书'
+
+    .. versionadded:: 0.1.0
     """
     out: list[str] = []
     content = message.content

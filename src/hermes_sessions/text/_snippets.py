@@ -85,6 +85,8 @@ def make_snippet(
 
     Raises:
         ValueError: if ``max_tokens`` is less than 1.
+
+    .. versionadded:: 0.1.0
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
