@@ -19,6 +19,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── LockTimeoutError           (TimeoutError)  a file or row lock was not acquired in time
     ├── StorageError               (OSError)       the storage layer failed (wraps sqlite3, OS)
     │   └── IncompatibleStoreError                 the data was written by a newer version
+    ├── MissingDependencyError     (ImportError)   an optional dependency (an extra) is missing
     ├── UnknownMemoryTargetError   (ValueError)    a memory target other than memory / user
     └── MemoryRefusedError                         a memory-file change was refused (to_dict())
         ├── InvalidMemoryContentError  (ValueError)    empty, or holds the entry delimiter
@@ -61,6 +62,7 @@ __all__ = [
     "MemoryEntryNotFoundError",
     "MemoryLimitError",
     "MemoryRefusedError",
+    "MissingDependencyError",
     "SessionNotFoundError",
     "StorageError",
     "TitleConflictError",
@@ -374,6 +376,32 @@ class IncompatibleStoreError(StorageError):
             f"{where} uses format version {found_version}, but this hermes-sessions understands "
             f"only up to {supported_version}; upgrade hermes-sessions to open it"
         )
+
+
+class MissingDependencyError(HermesSessionsError, ImportError):
+    """A part of the library needs an optional dependency that is not installed.
+
+    Attributes:
+        name: The missing module (as on every :class:`ImportError`).
+        extra: The extra of ``hermes-sessions`` that installs it (``testing``).
+        feature: What needs it (``hermes_sessions.testing``).
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, name: str, *, extra: str, feature: str) -> None:
+        self.extra = extra
+        self.feature = feature
+        super().__init__(
+            f"{feature} needs {name}, which is not installed; "
+            f"install it with: pip install 'hermes-sessions[{extra}]'",
+            name=name,
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # ImportError keeps ``name`` outside ``__dict__``: pass it on as state, which
+        # BaseException.__setstate__ sets back as an attribute.
+        return (*super().__reduce__(), {"name": self.name})
 
 
 # -- memory files ----------------------------------------------------------------------------------
