@@ -33,7 +33,7 @@ from hermes_sessions.clock import FrozenClock
 from hermes_sessions.testing._durability import DurabilityContract
 from hermes_sessions.testing._messages import AppendContract, ReadContract, RewriteContract
 from hermes_sessions.testing._plans import PlanContract
-from hermes_sessions.testing._routing import IndexContract
+from hermes_sessions.testing._routing import RoutingContract
 from hermes_sessions.testing._search import SearchContract
 from hermes_sessions.testing._sessions import ListingContract, SessionContract
 
@@ -43,7 +43,7 @@ del pytest  # imported above only to check that it is installed
 
 
 class BackendContract(
-    IndexContract,
+    RoutingContract,
     SessionContract,
     ListingContract,
     AppendContract,
