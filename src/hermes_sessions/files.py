@@ -12,7 +12,10 @@ __all__ = ["fsync_dir"]
 
 
 def fsync_dir(path: Path) -> None:
-    """Make the directory's entries (new, renamed or removed files) durable."""
+    """Make the directory's entries (new, renamed or removed files) durable.
+
+    .. versionadded:: 0.1.0
+    """
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
