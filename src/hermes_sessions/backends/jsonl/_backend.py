@@ -30,15 +30,13 @@ from hermes_sessions.backends.jsonl._journal import (
     Touch,
 )
 from hermes_sessions.backends.jsonl._repair import DroppedLine, RepairReport, repair
+from hermes_sessions.backends.memtables import Transcript, resolve_plan, session_page
 from hermes_sessions.backends.rules import (
-    Transcript,
     apply_update,
     check_update,
     fresh_record,
     lease_is_free,
     missing_session,
-    resolve_plan,
-    session_page,
     touched_entry,
 )
 from hermes_sessions.closing import ClosesOnExit

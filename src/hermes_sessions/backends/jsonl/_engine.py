@@ -71,7 +71,7 @@ from hermes_sessions.backends.jsonl._state import (
     touched_sessions,
     trailing_group,
 )
-from hermes_sessions.backends.rules import EntryTable
+from hermes_sessions.backends.memtables import EntryTable
 from hermes_sessions.exceptions import (
     BackendClosedError,
     CorruptRecordError,

@@ -57,7 +57,7 @@ from hermes_sessions.backends.jsonl._state import (
     load_session,
     trailing_group,
 )
-from hermes_sessions.backends.rules import EntryTable
+from hermes_sessions.backends.memtables import EntryTable
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import SessionEntry, SessionRecord

@@ -1,7 +1,7 @@
 """The JSONL backend's in-memory cache, and how file lines and journal records change it.
 
 :class:`State` is one process's cache of a whole directory. A :class:`SessionFile` is the
-shared :class:`~hermes_sessions.backends.rules.Transcript` of one
+shared :class:`~hermes_sessions.backends.memtables.Transcript` of one
 session plus how far its file has been read. Reading happens in two phases so that a malformed
 file never leaves the cache half-updated: :func:`load_session` and :func:`read_tail` parse and
 check everything (raising ``CorruptRecordError`` with the file and line), then
@@ -42,7 +42,8 @@ from hermes_sessions.backends.jsonl._journal import (
     Touch,
     Write,
 )
-from hermes_sessions.backends.rules import EntryTable, MessageIndex, Transcript, apply_update
+from hermes_sessions.backends.memtables import EntryTable, MessageIndex, Transcript
+from hermes_sessions.backends.rules import apply_update
 from hermes_sessions.exceptions import CorruptRecordError
 
 if TYPE_CHECKING:
