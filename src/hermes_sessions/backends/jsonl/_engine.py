@@ -32,13 +32,9 @@ from hermes_sessions.backends.jsonl._format import encode, parse_session_line
 from hermes_sessions.backends.jsonl._io import (
     append_journal,
     append_lines,
-    create_file,
-    fsync_dir,
     make_private_dir,
     read_chunk,
     read_chunk_at,
-    replace_file,
-    temp_path,
     truncate,
 )
 from hermes_sessions.backends.jsonl._journal import (
@@ -78,6 +74,7 @@ from hermes_sessions.exceptions import (
     LockTimeoutError,
     StorageError,
 )
+from hermes_sessions.files import PRIVATE_FILE, create_file, fsync_dir, replace_file, temp_path
 from hermes_sessions.ids import validate_session_id
 
 if TYPE_CHECKING:
@@ -138,7 +135,7 @@ class Store:
         make_private_dir(self.sessions_dir)
         self._lock = filelock.FileLock(
             directory / LOCK,
-            mode=0o600,
+            mode=PRIVATE_FILE,
             timeout=lock_timeout,
             thread_local=False,
             poll_interval=_POLL_INTERVAL,

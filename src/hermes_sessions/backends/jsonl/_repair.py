@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -33,12 +32,7 @@ from hermes_sessions.backends.jsonl._format import (
     encode,
     parse_session_line,
 )
-from hermes_sessions.backends.jsonl._io import (
-    PRIVATE_FILE,
-    make_private_dir,
-    replace_file,
-    truncate,
-)
+from hermes_sessions.backends.jsonl._io import make_private_dir, truncate
 from hermes_sessions.backends.jsonl._journal import (
     Commit,
     JournalHeader,
@@ -59,6 +53,7 @@ from hermes_sessions.backends.jsonl._state import (
 )
 from hermes_sessions.backends.memtables import EntryTable
 from hermes_sessions.exceptions import CorruptRecordError
+from hermes_sessions.files import create_file, replace_file
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import SessionEntry, SessionRecord
 
@@ -140,9 +135,7 @@ class _Repair:
         if move:
             path.replace(target)
         else:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
-            with os.fdopen(fd, "wb") as copy:
-                copy.write(path.read_bytes())
+            create_file(target, path.read_bytes(), exclusive=True)
         self.backed_up = True
 
     def rewrite(self, path: Path, lines: list[bytes]) -> None:
