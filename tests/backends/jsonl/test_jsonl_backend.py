@@ -7,13 +7,14 @@ import stat
 import threading
 from datetime import timedelta
 
+import attrs
 import filelock
 import pytest
 from jsonl_helpers import KEY, json_lines, session_file
 
 from hermes_sessions.backends import JSONLBackend
 from hermes_sessions.backends.inmemory import InMemoryBackend
-from hermes_sessions.backends.jsonl import _engine as _jsonl_store
+from hermes_sessions.backends.jsonl import _engine as _jsonl_engine
 from hermes_sessions.exceptions import (
     BackendClosedError,
     InvalidIdError,
@@ -248,6 +249,20 @@ def test_constructor_checks_its_arguments(directory):
     assert not directory.exists()
 
 
+def test_options_are_typed_and_read_only(directory):
+    """Options of the wrong type fail at construction; once open, they are attributes that stay."""
+    with pytest.raises(TypeError, match="lock_timeout"):
+        JSONLBackend(directory, lock_timeout="soon")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="compact_threshold"):
+        JSONLBackend(directory, compact_threshold=True)
+    assert not directory.exists()
+    with JSONLBackend(str(directory), durability="normal", compact_threshold=5) as backend:
+        assert (backend.directory, backend.durability) == (directory, "normal")
+        assert (backend.lock_timeout, backend.compact_threshold) == (30.0, 5)
+        with pytest.raises(attrs.exceptions.FrozenAttributeError):
+            backend.durability = "full"  # type: ignore[misc]
+
+
 def test_normal_durability_reads_back(directory):
     """durability='normal' (no fsync) stores the same data."""
     with JSONLBackend(directory, durability="normal") as backend:
@@ -310,7 +325,7 @@ def test_os_errors_become_storage_errors(backend, directory, monkeypatch):
     def broken(*_args, **_kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(_jsonl_store, "append_journal", broken)
+    monkeypatch.setattr(_jsonl_engine, "append_journal", broken)
     with pytest.raises(StorageError) as info:
         backend.record_activity(KEY, minutes(1))
     assert isinstance(info.value.__cause__, PermissionError)

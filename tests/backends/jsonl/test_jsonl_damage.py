@@ -146,7 +146,7 @@ def test_damage_seen_by_a_running_process_changes_nothing(backend, directory):
         with pytest.raises(CorruptRecordError):
             other.get_entry(KEY)
         assert [
-            m.content for m in other._store.state.sessions["s1"].transcript.messages.values()
+            m.content for m in other._engine.state.sessions["s1"].transcript.messages.values()
         ] == ["one"]
     finally:
         other.close()

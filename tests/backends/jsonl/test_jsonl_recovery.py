@@ -8,8 +8,8 @@ import pytest
 from jsonl_helpers import KEY, json_lines, rotation, session_file
 
 from hermes_sessions.backends import JSONLBackend
-from hermes_sessions.backends.jsonl import _engine as _jsonl_store
-from hermes_sessions.backends.jsonl import _state as _jsonl_state
+from hermes_sessions.backends.jsonl import _cache as _jsonl_cache
+from hermes_sessions.backends.jsonl import _engine as _jsonl_engine
 from hermes_sessions.exceptions import StorageError
 from hermes_sessions.testing._support import T0, minutes, record, say, seed
 
@@ -24,7 +24,7 @@ def test_rotation_cut_short_is_completed_by_the_next_process(backend, directory,
         raise OSError("simulated crash after the announcement")
 
     with monkeypatch.context() as patch:
-        patch.setattr(_jsonl_store.Store, "_complete_plan", crash)
+        patch.setattr(_jsonl_engine.DirectoryEngine, "_complete_plan", crash)
         with pytest.raises(StorageError, match="simulated crash"):
             backend.apply(rotation(KEY, "old", "new", 1))
     with JSONLBackend(directory) as after:
@@ -43,7 +43,7 @@ def test_rotation_cut_short_is_completed_by_the_next_process(backend, directory,
 def test_rotation_cut_between_files_is_completed(backend, directory, monkeypatch):
     """New file written, old session not yet ended, no commit: the next process finishes it."""
     seed(backend, "old", KEY)
-    real = _jsonl_store.Store._ensure_group
+    real = _jsonl_engine.DirectoryEngine._ensure_group
 
     def crash_in_group(self, session_id, tx, lines, records):
         real(self, session_id, tx, lines, records)
@@ -52,7 +52,7 @@ def test_rotation_cut_between_files_is_completed(backend, directory, monkeypatch
         path.write_bytes(data[: len(data) - 7])  # the end line torn in half
         raise OSError("killed mid-write")
 
-    monkeypatch.setattr(_jsonl_store.Store, "_ensure_group", crash_in_group)
+    monkeypatch.setattr(_jsonl_engine.DirectoryEngine, "_ensure_group", crash_in_group)
     with pytest.raises(StorageError):
         backend.apply(rotation(KEY, "old", "new", 1))
     monkeypatch.undo()
@@ -69,13 +69,13 @@ def test_rotation_cut_between_files_is_completed(backend, directory, monkeypatch
 
 def test_create_cut_short_is_completed(backend, monkeypatch):
     """A session file half written when the process died is rewritten from the journal."""
-    real = _jsonl_store.create_file
+    real = _jsonl_engine.create_file
 
     def torn_create(path, data, *, sync):
         real(path, data[: len(data) // 2], sync=sync)
         raise OSError("killed")
 
-    monkeypatch.setattr(_jsonl_store, "create_file", torn_create)
+    monkeypatch.setattr(_jsonl_engine, "create_file", torn_create)
     with pytest.raises(StorageError):
         backend.create_session(record("s1", title="complete me"))
     monkeypatch.undo()
@@ -92,7 +92,7 @@ def test_removal_cut_short_is_completed(backend, directory, monkeypatch):
     def crash(*_args, **_kwargs):
         raise OSError("killed before the children were orphaned")
 
-    monkeypatch.setattr(_jsonl_store.Store, "_ensure_group", crash)
+    monkeypatch.setattr(_jsonl_engine.DirectoryEngine, "_ensure_group", crash)
     with pytest.raises(StorageError):
         backend.delete_session("parent")
     monkeypatch.undo()
@@ -106,14 +106,14 @@ def test_removal_cut_short_is_completed(backend, directory, monkeypatch):
 def test_append_cut_short_is_voided_with_its_activity(backend, directory, monkeypatch):
     """Half a batch on disk after a crash: the batch, and the activity it carried, never happen."""
     seed(backend, "s1", KEY, say("before"))
-    real = _jsonl_store.append_lines
+    real = _jsonl_engine.append_lines
 
     def half(path, data, *, expected_size, sync):
         first = data[: data.index(b"\n") + 1]
         real(path, first, expected_size=expected_size, sync=sync)
         raise OSError("killed between two lines")
 
-    monkeypatch.setattr(_jsonl_store, "append_lines", half)
+    monkeypatch.setattr(_jsonl_engine, "append_lines", half)
     with pytest.raises(StorageError):
         backend.append_messages("s1", [say("q"), say("a", role="assistant")], touch_at=minutes(5))
     monkeypatch.undo()
@@ -133,10 +133,10 @@ def test_failed_rewrite_keeps_the_old_file(backend, directory, monkeypatch):
 
     def crash(path, data, *, sync):
         del sync
-        _jsonl_store.temp_path(path).write_bytes(data[:10])
+        _jsonl_engine.temp_path(path).write_bytes(data[:10])
         raise OSError("killed before rename")
 
-    monkeypatch.setattr(_jsonl_store, "replace_file", crash)
+    monkeypatch.setattr(_jsonl_engine, "replace_file", crash)
     with pytest.raises(StorageError):
         backend.replace_messages("s1", [say("new")])
     monkeypatch.undo()
@@ -153,22 +153,22 @@ def test_catch_up_reads_only_what_changed(backend, directory, monkeypatch):
         seed(backend, f"s{n}", f"agent:main:x:dm:{n}", say(f"m{n}"))
     reader = JSONLBackend(directory)
     try:
-        before = reader._store.state.sessions["s3"]
+        before = reader._engine.state.sessions["s3"]
         backend.append_messages("s7", [say("new")], touch_at=minutes(1))
         tails, loads = [], []
         monkeypatch.setattr(
-            _jsonl_store, "read_tail", lambda *a: tails.append(a[2]) or _jsonl_state.read_tail(*a)
+            _jsonl_engine, "read_tail", lambda *a: tails.append(a[2]) or _jsonl_cache.read_tail(*a)
         )
         monkeypatch.setattr(
-            _jsonl_store,
+            _jsonl_engine,
             "load_session",
-            lambda *a: loads.append(a[1]) or _jsonl_state.load_session(*a),
+            lambda *a: loads.append(a[1]) or _jsonl_cache.load_session(*a),
         )
         assert reader.get_entry("agent:main:x:dm:7").updated_at == minutes(1)  # type: ignore[union-attr]
         assert [m.content for m in reader.get_messages("s7")] == ["m7", "new"]
         reader.get_messages("s3")
         assert (tails, loads) == (["s7"], [])
-        assert reader._store.state.sessions["s3"] is before
+        assert reader._engine.state.sessions["s3"] is before
     finally:
         reader.close()
 
@@ -207,7 +207,7 @@ def test_lagging_process_follows_a_compaction(backend, directory):
         seed(backend, f"s{n}", f"agent:main:x:dm:{n}", say(f"m{n}"))
     lagging = JSONLBackend(directory)
     try:
-        untouched = lagging._store.state.sessions["s1"]
+        untouched = lagging._engine.state.sessions["s1"]
         backend.append_messages("s2", [say("late")], touch_at=minutes(3))
         backend.delete_session("s4")
         seed(backend, "s5", "agent:main:x:dm:5")
@@ -216,7 +216,7 @@ def test_lagging_process_follows_a_compaction(backend, directory):
         assert lagging.get_session("s4") is None
         assert lagging.get_session("s5") is not None
         assert lagging.get_entry("agent:main:x:dm:2").updated_at == minutes(3)  # type: ignore[union-attr]
-        assert lagging._store.state.sessions["s1"] is untouched
+        assert lagging._engine.state.sessions["s1"] is untouched
         assert lagging.entries() == backend.entries()
     finally:
         lagging.close()
@@ -225,14 +225,14 @@ def test_lagging_process_follows_a_compaction(backend, directory):
 def test_compaction_cut_short_keeps_the_journal(backend, directory, monkeypatch):
     """A crash between writing the snapshot and the new journal loses nothing."""
     seed(backend, "s1", KEY, say("x"))
-    real = _jsonl_store.replace_file
+    real = _jsonl_engine.replace_file
 
     def snapshot_only(path, data, *, sync):
         if path.name == "journal.jsonl":
             raise OSError("killed between the two renames")
         real(path, data, sync=sync)
 
-    monkeypatch.setattr(_jsonl_store, "replace_file", snapshot_only)
+    monkeypatch.setattr(_jsonl_engine, "replace_file", snapshot_only)
     with pytest.raises(StorageError):
         backend.compact()
     monkeypatch.undo()
@@ -245,14 +245,14 @@ def test_compaction_cut_short_keeps_the_journal(backend, directory, monkeypatch)
 def test_rotation_cut_before_its_commit_is_committed(backend, directory, monkeypatch):
     """Every file written but no commit: the next process only adds the commit."""
     seed(backend, "old", KEY)
-    real = _jsonl_store.Store._journal_append
+    real = _jsonl_engine.DirectoryEngine._journal_append
 
     def no_commit(self, records):
         if any(r.__class__.__name__ == "Commit" for r in records):
             raise OSError("killed before the commit")
         real(self, records)
 
-    monkeypatch.setattr(_jsonl_store.Store, "_journal_append", no_commit)
+    monkeypatch.setattr(_jsonl_engine.DirectoryEngine, "_journal_append", no_commit)
     with pytest.raises(StorageError):
         backend.apply(rotation(KEY, "old", "new", 1))
     monkeypatch.undo()
