@@ -18,6 +18,7 @@ import filelock
 import pytest
 
 import hermes_sessions
+from hermes_sessions import files
 from hermes_sessions.exceptions import (
     AmbiguousMemoryMatchError,
     InvalidMemoryContentError,
@@ -718,10 +719,10 @@ def test_a_failed_backup_is_a_storage_error(store, monkeypatch):
     """A backup that cannot be written refuses with StorageError, never without a backup."""
     hand_write(store.path("memory"), "a\n§\n\n§\nb")
 
-    def denied(path, _data):
+    def denied(path, _data, **_options):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(memory_module, "_write_new_file", denied)
+    monkeypatch.setattr(memory_module, "create_file", denied)
     with pytest.raises(StorageError, match="backup"):
         store.add("memory", "x")
 
@@ -733,7 +734,7 @@ def test_a_failed_directory_sync_after_a_backup_is_a_storage_error(store, monkey
     def failing(_directory):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(memory_module, "fsync_dir", failing)
+    monkeypatch.setattr(files, "fsync_dir", failing)
     with pytest.raises(StorageError, match="backup"):
         store.add("memory", "x")
 
@@ -787,21 +788,22 @@ def test_eight_processes_adding_at_once_lose_nothing(directory):
 
 WRITE_FOREVER = """
 import sys
-from hermes_sessions.memory import _store as memory
+from hermes_sessions import files
+from hermes_sessions.memory import MemoryStore
 
 # Announce the two moments that matter, so the parent can kill inside the write itself.
-write_new_file, fsync_directory = memory._write_new_file, memory.fsync_dir
+write_file, fsync_directory = files.write_file, files.fsync_dir
 
-def announce_write(path, data):
+def announce_write(path, data, **options):
     print("writing-temporary", flush=True)
-    write_new_file(path, data)
+    write_file(path, data, **options)
 
 def announce_rename(directory):
     print("renamed", flush=True)
     fsync_directory(directory)
 
-memory._write_new_file, memory.fsync_dir = announce_write, announce_rename
-store = memory.MemoryStore(sys.argv[1], memory_char_limit=1_000_000)
+files.write_file, files.fsync_dir = announce_write, announce_rename
+store = MemoryStore(sys.argv[1], memory_char_limit=1_000_000)
 number = 0
 while True:
     store.add("memory", f"entry {number} " + "x" * 3000)

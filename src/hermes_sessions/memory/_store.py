@@ -21,7 +21,7 @@ from hermes_sessions.exceptions import (
     StorageError,
     UnknownMemoryTargetError,
 )
-from hermes_sessions.files import fsync_dir
+from hermes_sessions.files import create_file, replace_file
 from hermes_sessions.memory._format import (
     FILE_NAMES,
     MEMORY_TARGETS,
@@ -108,18 +108,6 @@ def _scanner(_instance: object, attribute: attrs.Attribute[Any], value: object) 
 def _random_suffix(length: int) -> str:
     """``length`` random bytes as hex: names temporary files and backups."""
     return os.urandom(length).hex()
-
-
-def _write_new_file(path: Path, data: bytes) -> None:
-    """Create ``path`` (it must not exist) as a private file holding ``data``, synced to disk."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(descriptor, view) :]
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 @attrs.define(repr=False, eq=False, on_setattr=attrs.setters.frozen)
@@ -389,14 +377,11 @@ class MemoryStore:
             raise StorageError(f"cannot read {path}: {error}") from error
 
     def _write(self, path: Path, text: str) -> None:
-        """Replace ``path`` atomically: temporary file, fsync, rename, fsync of the directory."""
+        """Replace ``path`` atomically through a temporary file the lock holder clears if left."""
         temporary = path.with_name(f".{path.name}.{_random_suffix(6)}.tmp")
         try:
-            _write_new_file(temporary, text.encode("utf-8"))
-            temporary.replace(path)
-            fsync_dir(path.parent)
+            replace_file(path, text.encode("utf-8"), temporary=temporary)
         except OSError as error:
-            temporary.unlink(missing_ok=True)
             raise StorageError(f"cannot write {path}: {error}") from error
 
     def _backup(self, path: Path, raw: bytes) -> Path:
@@ -408,13 +393,9 @@ class MemoryStore:
         for _ in range(_BACKUP_ATTEMPTS):
             candidate = path.with_name(f"{path.name}.drift-{stamp}-{_random_suffix(4)}.bak")
             try:
-                _write_new_file(candidate, raw)
+                create_file(candidate, raw, exclusive=True)
             except FileExistsError:
                 continue
-            except OSError as error:
-                raise StorageError(f"cannot save a backup of {path}: {error}") from error
-            try:
-                fsync_dir(path.parent)
             except OSError as error:
                 raise StorageError(f"cannot save a backup of {path}: {error}") from error
             return candidate
