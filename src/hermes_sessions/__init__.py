@@ -58,6 +58,9 @@ if TYPE_CHECKING:
         InvalidMemoryContentError as InvalidMemoryContentError,
     )
     from hermes_sessions.exceptions import (
+        InvalidSourceError as InvalidSourceError,
+    )
+    from hermes_sessions.exceptions import (
         InvalidTitleError as InvalidTitleError,
     )
     from hermes_sessions.exceptions import (
@@ -248,6 +251,7 @@ _EXPORTS: dict[str, str] = {
     "InvalidCursorError": "hermes_sessions.exceptions",
     "InvalidIdError": "hermes_sessions.exceptions",
     "InvalidKeyError": "hermes_sessions.exceptions",
+    "InvalidSourceError": "hermes_sessions.exceptions",
     "InvalidMemoryContentError": "hermes_sessions.exceptions",
     "InvalidTitleError": "hermes_sessions.exceptions",
     "LeaseHeldError": "hermes_sessions.exceptions",
@@ -321,6 +325,7 @@ __all__ = [
     "InvalidIdError",
     "InvalidKeyError",
     "InvalidMemoryContentError",
+    "InvalidSourceError",
     "InvalidTitleError",
     "KeyPolicy",
     "LeaseHeldError",
