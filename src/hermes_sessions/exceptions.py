@@ -17,6 +17,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── LeaseHeldError             (RuntimeError)  another holder leases the resource (compression)
     ├── BackendClosedError         (RuntimeError)  the backend was closed
     ├── LockTimeoutError           (TimeoutError)  a file or row lock was not acquired in time
+    ├── InvalidSourceError         (ValueError)    an import source is not what it should be
     ├── StorageError               (OSError)       the storage layer failed (wraps sqlite3, OS)
     │   └── IncompatibleStoreError                 the data was written by a newer version
     ├── MissingDependencyError     (ImportError)   an optional dependency (an extra) is missing
@@ -54,6 +55,7 @@ __all__ = [
     "InvalidIdError",
     "InvalidKeyError",
     "InvalidMemoryContentError",
+    "InvalidSourceError",
     "InvalidTitleError",
     "LeaseHeldError",
     "LockTimeoutError",
@@ -343,6 +345,20 @@ class LockTimeoutError(HermesSessionsError, TimeoutError):
             f"could not lock {resource} within {timeout:g} s; another process holds it. "
             "Retry later, or raise the timeout if the holder is legitimately slow"
         )
+
+
+class InvalidSourceError(HermesSessionsError, ValueError):
+    """An import source is not what it should be: not a Hermes home, not a bundle, a bad header.
+
+    Attributes:
+        path: The file or directory concerned, if any.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, message: str, *, path: Path | str | None = None) -> None:
+        self.path = path
+        super().__init__(message)
 
 
 class StorageError(HermesSessionsError, OSError):
