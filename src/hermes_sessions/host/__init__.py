@@ -7,6 +7,13 @@ Everything a gateway writes around a session besides storing it; see ``docs/host
 
 from __future__ import annotations
 
+from hermes_sessions.host._cache import CacheClosedError, SessionCache
 from hermes_sessions.host._window import ContextWindow, context_window, estimate_tokens
 
-__all__ = ["ContextWindow", "context_window", "estimate_tokens"]
+__all__ = [
+    "CacheClosedError",
+    "ContextWindow",
+    "SessionCache",
+    "context_window",
+    "estimate_tokens",
+]
