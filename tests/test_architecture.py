@@ -11,7 +11,9 @@ import hermes_sessions
 
 PACKAGE = Path(hermes_sessions.__file__).parent
 # Top-level modules that sit on top of everything rather than underneath it.
-APPLICATIONS = {"aio", "cli", "tools", "_demo", "__main__"}
+APPLICATIONS = {
+    "adapters", "aio", "cli", "formats", "host", "integrations", "interop", "tools", "__main__"
+}
 PACKAGES = {"backends", "memory", "store", "testing", "text"}
 
 

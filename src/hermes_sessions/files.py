@@ -41,7 +41,10 @@ __all__ = [
 ]
 
 PRIVATE_FILE: Final = 0o600
-"""The mode of every file written here: read and write for the owner only."""
+"""The mode of every file written here: read and write for the owner only.
+
+.. versionadded:: 0.1.0
+"""
 
 
 def write_all(fd: int, data: bytes, *, start: int) -> None:
