@@ -12,7 +12,15 @@ import hermes_sessions
 PACKAGE = Path(hermes_sessions.__file__).parent
 # Top-level modules that sit on top of everything rather than underneath it.
 APPLICATIONS = {
-    "adapters", "aio", "cli", "formats", "host", "integrations", "interop", "tools", "__main__"
+    "adapters",
+    "aio",
+    "cli",
+    "formats",
+    "host",
+    "integrations",
+    "interop",
+    "tools",
+    "__main__",
 }
 PACKAGES = {"backends", "memory", "store", "testing", "text"}
 
