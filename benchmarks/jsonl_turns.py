@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hermes_sessions.backends import JSONLBackend
-from hermes_sessions.backends.jsonl._format import Header, encode
+from hermes_sessions.backends.jsonl._session_records import Header, encode
 from hermes_sessions.models import Message, SessionRecord
 from hermes_sessions.queries import SessionQuery
 

@@ -10,6 +10,13 @@ import pytest
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
 EXPECTED = {
+    "gateway.py": [
+        "It is sunny, 24°C in Hangzhou right now.",
+        "(window kept",
+        'like "[Ada] hello"',
+        "Started a fresh conversation: nothing was said here for 24h.",
+        "(closed agent for session",
+    ],
     "memory_tools.py": ["tools offered to the model", '"code": "blocked"', '"mode": "discover"'],
     "gateway_dingtalk.py": [
         "agent:main:dingtalk:group:cid_group:zhang ['今天谁值班？']",

@@ -28,6 +28,7 @@ from hermes_sessions.exceptions import (
     MemoryEntryNotFoundError,
     MemoryLimitError,
     MemoryRefusedError,
+    MissingDependencyError,
     SessionNotFoundError,
     StorageError,
     TitleConflictError,
@@ -96,6 +97,10 @@ INSTANCES = [
     (LockTimeoutError("/tmp/MEMORY.md.lock", 10.0), TimeoutError),
     (StorageError("disk I/O error"), OSError),
     (IncompatibleStoreError("state.db", found_version=9, supported_version=2), OSError),
+    (
+        MissingDependencyError("pytest", extra="testing", feature="hermes_sessions.testing"),
+        ImportError,
+    ),
     *REFUSALS,
     (UnknownMemoryTargetError("notes"), ValueError),
 ]
@@ -206,3 +211,12 @@ def test_long_texts_are_shortened_in_messages():
     assert error.old_text == "x" * 500
     target = UnknownMemoryTargetError("t" * 500)
     assert len(str(target)) < 300
+
+
+def test_a_missing_dependency_names_the_extra_and_survives_pickling():
+    """The error names the module, the feature and the pip command, also after pickling."""
+    error = MissingDependencyError("pytest", extra="testing", feature="hermes_sessions.testing")
+    copy = pickle.loads(pickle.dumps(error))  # noqa: S301  # our own data
+    assert copy.name == "pytest"
+    assert "pip install 'hermes-sessions[testing]'" in str(copy)
+    assert "hermes_sessions.testing needs pytest" in str(copy)

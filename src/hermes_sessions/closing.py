@@ -11,7 +11,10 @@ __all__ = ["ClosesOnExit"]
 
 
 class ClosesOnExit:
-    """Mixin: ``with obj:`` returns ``obj`` and calls ``obj.close()`` when the block ends."""
+    """Mixin: ``with obj:`` returns ``obj`` and calls ``obj.close()`` when the block ends.
+
+    .. versionadded:: 0.1.0
+    """
 
     __slots__ = ()
 

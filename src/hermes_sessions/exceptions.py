@@ -17,8 +17,10 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── LeaseHeldError             (RuntimeError)  another holder leases the resource (compression)
     ├── BackendClosedError         (RuntimeError)  the backend was closed
     ├── LockTimeoutError           (TimeoutError)  a file or row lock was not acquired in time
+    ├── InvalidSourceError         (ValueError)    an import source is not what it should be
     ├── StorageError               (OSError)       the storage layer failed (wraps sqlite3, OS)
     │   └── IncompatibleStoreError                 the data was written by a newer version
+    ├── MissingDependencyError     (ImportError)   an optional dependency (an extra) is missing
     ├── UnknownMemoryTargetError   (ValueError)    a memory target other than memory / user
     └── MemoryRefusedError                         a memory-file change was refused (to_dict())
         ├── InvalidMemoryContentError  (ValueError)    empty, or holds the entry delimiter
@@ -53,6 +55,7 @@ __all__ = [
     "InvalidIdError",
     "InvalidKeyError",
     "InvalidMemoryContentError",
+    "InvalidSourceError",
     "InvalidTitleError",
     "LeaseHeldError",
     "LockTimeoutError",
@@ -61,6 +64,7 @@ __all__ = [
     "MemoryEntryNotFoundError",
     "MemoryLimitError",
     "MemoryRefusedError",
+    "MissingDependencyError",
     "SessionNotFoundError",
     "StorageError",
     "TitleConflictError",
@@ -81,7 +85,10 @@ def _rebuild(cls: type[HermesSessionsError], args: tuple[Any, ...], state: dict[
 
 
 class HermesSessionsError(Exception):
-    """The root of every error that hermes-sessions raises on purpose."""
+    """The root of every error that hermes-sessions raises on purpose.
+
+    .. versionadded:: 0.1.0
+    """
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Subclasses take keyword-only structured arguments, which the default exception pickling
@@ -94,6 +101,8 @@ class InvalidKeyError(HermesSessionsError, ValueError):
 
     Attributes:
         key: The offending key or component.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, key: str, reason: str) -> None:
@@ -110,6 +119,8 @@ class InvalidIdError(HermesSessionsError, ValueError):
 
     Attributes:
         session_id: The rejected id (possibly truncated in the message).
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, session_id: object, reason: str) -> None:
@@ -129,6 +140,8 @@ class InvalidTitleError(HermesSessionsError, ValueError):
 
     Attributes:
         title: The sanitised title.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, title: str, reason: str) -> None:
@@ -143,6 +156,8 @@ class TitleConflictError(HermesSessionsError, ValueError):
     Attributes:
         title: The requested title.
         other_session_id: The session that already holds it.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, title: str, other_session_id: str) -> None:
@@ -164,6 +179,8 @@ class CorruptRecordError(HermesSessionsError, ValueError):
         path: The file the record came from, if any.
         line: The 1-based line number within ``path``, if known.
         reason: What is wrong with the record.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(
@@ -186,6 +203,8 @@ class InvalidCursorError(HermesSessionsError, ValueError):
 
     Attributes:
         cursor: The rejected cursor.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, cursor: str) -> None:
@@ -202,6 +221,8 @@ class SessionNotFoundError(HermesSessionsError, LookupError):
     Attributes:
         session_id: The id that was looked up, if the lookup was by id.
         key: The session key that was looked up, if the lookup was by key.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(
@@ -223,6 +244,8 @@ class AmbiguousSessionError(HermesSessionsError, LookupError):
     Attributes:
         target: What was asked for.
         candidates: The matching session ids the requester may see.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, target: str, candidates: Sequence[str]) -> None:
@@ -249,6 +272,8 @@ class ConflictError(HermesSessionsError, RuntimeError):
         expected_revision: The revision the write was based on (``None``: expected no entry).
         actual_revision: The revision found (``None``: no entry).
         session_id: The session whose state moved on, if the conflict is on a session.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(
@@ -274,7 +299,10 @@ class ConflictError(HermesSessionsError, RuntimeError):
 
 
 class BackendClosedError(HermesSessionsError, RuntimeError):
-    """The backend (or store) has been closed and can no longer be used."""
+    """The backend (or store) has been closed and can no longer be used.
+
+    .. versionadded:: 0.1.0
+    """
 
     def __init__(self, what: str = "backend") -> None:
         self.what = what
@@ -287,6 +315,8 @@ class LeaseHeldError(HermesSessionsError, RuntimeError):
     Attributes:
         resource: What is leased (``compress:<session_id>``).
         holder: Who asked for it and was refused.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, resource: str, holder: str) -> None:
@@ -304,6 +334,8 @@ class LockTimeoutError(HermesSessionsError, TimeoutError):
     Attributes:
         resource: What was being locked (a path, a key, a session id).
         timeout: How long we waited, in seconds.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, resource: str, timeout: float) -> None:
@@ -315,10 +347,26 @@ class LockTimeoutError(HermesSessionsError, TimeoutError):
         )
 
 
+class InvalidSourceError(HermesSessionsError, ValueError):
+    """An import source is not what it should be: not a Hermes home, not a bundle, a bad header.
+
+    Attributes:
+        path: The file or directory concerned, if any.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, message: str, *, path: Path | str | None = None) -> None:
+        self.path = path
+        super().__init__(message)
+
+
 class StorageError(HermesSessionsError, OSError):
     """The storage layer failed: a database or file-system error, wrapped at the boundary.
 
     The original error is chained as ``__cause__``.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, message: str) -> None:
@@ -332,6 +380,8 @@ class IncompatibleStoreError(StorageError):
     Attributes:
         found_version: The schema or format version found on disk.
         supported_version: The newest version this library understands.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, where: str, *, found_version: int, supported_version: int) -> None:
@@ -344,6 +394,32 @@ class IncompatibleStoreError(StorageError):
         )
 
 
+class MissingDependencyError(HermesSessionsError, ImportError):
+    """A part of the library needs an optional dependency that is not installed.
+
+    Attributes:
+        name: The missing module (as on every :class:`ImportError`).
+        extra: The extra of ``hermes-sessions`` that installs it (``testing``).
+        feature: What needs it (``hermes_sessions.testing``).
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, name: str, *, extra: str, feature: str) -> None:
+        self.extra = extra
+        self.feature = feature
+        super().__init__(
+            f"{feature} needs {name}, which is not installed; "
+            f"install it with: pip install 'hermes-sessions[{extra}]'",
+            name=name,
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # ImportError keeps ``name`` outside ``__dict__``: pass it on as state, which
+        # BaseException.__setstate__ sets back as an attribute.
+        return (*super().__reduce__(), {"name": self.name})
+
+
 # -- memory files ----------------------------------------------------------------------------------
 
 
@@ -353,6 +429,8 @@ class UnknownMemoryTargetError(HermesSessionsError, ValueError):
     Attributes:
         target: The rejected target.
         known: The targets that exist.
+
+    .. versionadded:: 0.1.0
     """
 
     def __init__(self, target: object, known: Sequence[str] = ("memory", "user")) -> None:
@@ -388,6 +466,8 @@ class MemoryRefusedError(HermesSessionsError):
         target: ``"memory"`` or ``"user"``.
         action: ``"add"``, ``"replace"``, ``"remove"`` or ``"repair"``.
         code: A stable, machine-readable reason (``"over_limit"``, ``"blocked"``, ...).
+
+    .. versionadded:: 0.1.0
     """
 
     code: ClassVar[str] = "refused"
@@ -418,6 +498,8 @@ class InvalidMemoryContentError(MemoryRefusedError, ValueError):
 
     Attributes:
         reason: What is wrong with it, and what to do instead.
+
+    .. versionadded:: 0.1.0
     """
 
     code: ClassVar[str] = "invalid_content"
@@ -433,6 +515,8 @@ class MemoryContentBlockedError(MemoryRefusedError, ValueError):
     Attributes:
         pattern_ids: The ids of the patterns that matched (``injection.role_hijack``, ...).
         excerpts: The matching text of each, shortened and made printable.
+
+    .. versionadded:: 0.1.0
     """
 
     code: ClassVar[str] = "blocked"
@@ -475,6 +559,8 @@ class MemoryLimitError(MemoryRefusedError, ValueError):
         usage: Characters used now (entries joined by the delimiter).
         limit: The file's character limit.
         requested_usage: Characters the file would use after the change.
+
+    .. versionadded:: 0.1.0
     """
 
     code: ClassVar[str] = "over_limit"
@@ -516,6 +602,8 @@ class MemoryEntryNotFoundError(MemoryRefusedError, LookupError):
 
     Attributes:
         old_text: The text that was looked for.
+
+    .. versionadded:: 0.1.0
     """
 
     code: ClassVar[str] = "no_match"
@@ -541,6 +629,8 @@ class AmbiguousMemoryMatchError(MemoryRefusedError, LookupError):
     Attributes:
         old_text: The text that was looked for.
         previews: The start of each matching entry.
+
+    .. versionadded:: 0.1.0
     """
 
     code: ClassVar[str] = "ambiguous_match"
@@ -573,6 +663,8 @@ class MemoryDriftError(MemoryRefusedError, RuntimeError):
         path: The memory file.
         backup_path: Where the copy was saved (``None`` when there was nothing to copy).
         reason: What is wrong with the file.
+
+    .. versionadded:: 0.1.0
     """
 
     code: ClassVar[str] = "drift"

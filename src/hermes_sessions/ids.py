@@ -15,6 +15,10 @@ from hermes_sessions.exceptions import InvalidIdError
 __all__ = ["MAX_ID_LENGTH", "new_session_id", "validate_session_id"]
 
 MAX_ID_LENGTH = 128
+"""The longest session id :func:`validate_session_id` accepts, in characters.
+
+.. versionadded:: 0.1.0
+"""
 _ID_CHARS = re.compile(r"[A-Za-z0-9_.-]+")
 
 
@@ -23,6 +27,8 @@ def new_session_id(now: datetime) -> str:
 
     >>> new_session_id(datetime(2026, 5, 1, 2, 49, 22, tzinfo=UTC))[:16]
     '20260501_024922_'
+
+    .. versionadded:: 0.1.0
     """
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError("new_session_id() needs an aware datetime; pass datetime.now(UTC)")
@@ -35,6 +41,8 @@ def validate_session_id(session_id: object) -> str:
     Safe means: a string of 1-128 characters from ``A-Z a-z 0-9 _ . -``, containing no ``..`` and
     not starting with ``.``. Such an id can never name a path outside the directory it is joined
     to, nor a hidden file.
+
+    .. versionadded:: 0.1.0
     """
     if not isinstance(session_id, str):
         raise InvalidIdError(session_id, f"expected a string, got {type(session_id).__name__}")

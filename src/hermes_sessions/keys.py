@@ -40,7 +40,10 @@ __all__ = [
 ]
 
 Canonicalizer = Callable[[str], str]
-"""Maps a raw platform identity (user id, DM chat id) to its canonical form."""
+"""Maps a raw platform identity (user id, DM chat id) to its canonical form.
+
+.. versionadded:: 0.1.0
+"""
 
 KEY_PREFIX: Final = "agent"
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -110,6 +113,8 @@ class WhatsAppIdentity:
     '15551234567'
     >>> WhatsAppIdentity([["15551234567", "207548392011@lid"]])("207548392011@lid")
     '15551234567'
+
+    .. versionadded:: 0.1.0
     """
 
     aliases: tuple[tuple[str, ...], ...] = attrs.field(default=(), converter=_alias_groups)
@@ -199,6 +204,8 @@ def session_key_parts(source: SessionSource, policy: KeyPolicy = DEFAULT_KEY_POL
     """Return the unencoded components of ``source``'s key after ``agent:<namespace>``.
 
     The first two are always the platform and chat type; see the module docstring for the rest.
+
+    .. versionadded:: 0.1.0
     """
     platform = source.platform
     participant = policy.canonical(platform, source.participant)
@@ -233,6 +240,8 @@ def build_session_key(source: SessionSource, policy: KeyPolicy = DEFAULT_KEY_POL
     ...     )
     ... )
     'agent:main:feishu:group:oc_xxx:ou_user1'
+
+    .. versionadded:: 0.1.0
     """
     parts = session_key_parts(source, policy)
     return ":".join([KEY_PREFIX, policy.namespace, *map(_encode, parts)])
@@ -271,6 +280,8 @@ def parse_session_key(key: str) -> ParsedSessionKey:
 
     >>> parse_session_key("agent:main:telegram:group:-100:17585").segments
     ('-100', '17585')
+
+    .. versionadded:: 0.1.0
     """
     if not isinstance(key, str):
         raise InvalidKeyError(repr(key), "a session key is a string")

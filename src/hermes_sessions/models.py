@@ -36,13 +36,22 @@ __all__ = [
 ]
 
 JSONObject: TypeAlias = dict[str, Any]
-"""A JSON object: string keys, JSON-able values."""
+"""A JSON object: string keys, JSON-able values.
+
+.. versionadded:: 0.1.0
+"""
 
 MessageContent: TypeAlias = str | list[JSONObject] | None
-"""Message content: text, a list of multimodal parts (JSON objects), or nothing."""
+"""Message content: text, a list of multimodal parts (JSON objects), or nothing.
+
+.. versionadded:: 0.1.0
+"""
 
 ResetReason: TypeAlias = Literal["idle", "daily", "suspended"]
-"""Why a session was reset automatically."""
+"""Why a session was reset automatically.
+
+.. versionadded:: 0.1.0
+"""
 
 SLUG_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 

@@ -14,10 +14,17 @@ from typing import Final
 __all__ = ["HOME_ENV_VAR", "default_home", "memories_dir"]
 
 HOME_ENV_VAR: Final = "HERMES_SESSIONS_HOME"
+"""The environment variable that, when set, names the data directory.
+
+.. versionadded:: 0.1.0
+"""
 
 
 def default_home() -> Path:
-    """Return the default data directory (not created here)."""
+    """Return the default data directory (not created here).
+
+    .. versionadded:: 0.1.0
+    """
     configured = os.environ.get(HOME_ENV_VAR)
     if configured:
         return Path(configured).expanduser()
@@ -27,5 +34,8 @@ def default_home() -> Path:
 
 
 def memories_dir(home: Path | None = None) -> Path:
-    """Return the directory of ``MEMORY.md`` and ``USER.md`` under ``home`` (default home)."""
+    """Return the directory of ``MEMORY.md`` and ``USER.md`` under ``home`` (default home).
+
+    .. versionadded:: 0.1.0
+    """
     return (home if home is not None else default_home()) / "memories"

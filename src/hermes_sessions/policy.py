@@ -30,6 +30,10 @@ __all__ = [
 ]
 
 ResetMode: TypeAlias = Literal["idle", "daily", "both", "none"]
+"""When a policy resets a session: after idle time, at a daily hour, either, or never.
+
+.. versionadded:: 0.1.0
+"""
 MODES: Final = ("idle", "daily", "both", "none")
 _ONE_MICROSECOND: Final = timedelta(microseconds=1)
 _LOCALTIME: Final = Path("/etc/localtime")
@@ -86,6 +90,8 @@ def host_timezone() -> ZoneInfo:
     Looks at ``TZ``, then the ``/etc/localtime`` link, then ``/etc/timezone``; never the fixed
     offset ``datetime.astimezone()`` returns, which is wrong on the other side of a DST change.
     Falls back to UTC with one warning.
+
+    .. versionadded:: 0.1.0
     """
     return _host_timezone(os.environ.get("TZ"), _LOCALTIME, _DECLARED_TIMEZONE)
 
@@ -329,6 +335,8 @@ def evaluate_reset(
     strict: a session idle for exactly ``idle_minutes`` is kept, and so is one whose last
     activity was exactly at the daily boundary. (Suspension is the store's business: it wins over
     every policy, ``none`` included.)
+
+    .. versionadded:: 0.1.0
     """
     last = _utc(last_activity, "last_activity")
     current = _utc(now, "now")
@@ -351,6 +359,8 @@ def next_reset_at(policy: ResetPolicy, last_activity: datetime) -> datetime | No
     ``None`` under mode ``none``. Idle expiry is strict, so it comes one microsecond after
     ``last_activity + idle_minutes``; a daily reset comes exactly at the next boundary. Active
     work is not considered (it is a property of the moment, not of the policy).
+
+    .. versionadded:: 0.1.0
     """
     last = _utc(last_activity, "last_activity")
     candidates: list[datetime] = []

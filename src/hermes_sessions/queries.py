@@ -42,8 +42,20 @@ __all__ = [
 ]
 
 SessionOrder: TypeAlias = Literal["started", "last_active"]
+"""How :class:`SessionQuery` orders sessions: by start time or by last activity.
+
+.. versionadded:: 0.1.0
+"""
 SearchOrder: TypeAlias = Literal["rank", "newest", "oldest"]
+"""How :class:`SearchQuery` orders hits: by relevance (BM25) or by time.
+
+.. versionadded:: 0.1.0
+"""
 PREVIEW_LENGTH: Final = 60
+"""Characters of a session's first message kept as its listing preview.
+
+.. versionadded:: 0.1.0
+"""
 DEFAULT_EXCLUDED_SOURCES: Final = ("tool", "subagent")
 
 
@@ -141,13 +153,19 @@ class Visibility:
 
 
 def encode_cursor(position: datetime, session_id: str) -> str:
-    """An opaque cursor naming the position after which the next page starts."""
+    """An opaque cursor naming the position after which the next page starts.
+
+    .. versionadded:: 0.1.0
+    """
     raw = json.dumps([position.isoformat(), session_id], separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    """Read a cursor made by :func:`encode_cursor`; raise :class:`InvalidCursorError`."""
+    """Read a cursor made by :func:`encode_cursor`; raise :class:`InvalidCursorError`.
+
+    .. versionadded:: 0.1.0
+    """
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         position, session_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
@@ -279,6 +297,8 @@ def make_preview(content: object, length: int = PREVIEW_LENGTH) -> str | None:
     """A one-line preview of message content: whitespace collapsed, cut to ``length``.
 
     Multimodal content contributes the text of its parts. Longer text ends with ``…``.
+
+    .. versionadded:: 0.1.0
     """
     if isinstance(content, str):
         text = content

@@ -48,12 +48,18 @@ T = TypeVar("T")
 
 
 def dump_datetime(value: datetime) -> str:
-    """Render an aware datetime as ISO 8601 in UTC with a ``Z`` suffix."""
+    """Render an aware datetime as ISO 8601 in UTC with a ``Z`` suffix.
+
+    .. versionadded:: 0.1.0
+    """
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def load_datetime(value: object) -> datetime:
-    """Parse an ISO 8601 string with an offset into an aware datetime (UTC)."""
+    """Parse an ISO 8601 string with an offset into an aware datetime (UTC).
+
+    .. versionadded:: 0.1.0
+    """
     if not isinstance(value, str):
         raise TypeError(f"expected an ISO 8601 string, got {type(value).__name__}")
     parsed = datetime.fromisoformat(value)
@@ -82,6 +88,8 @@ def message_dict(message: Message, *, skip: frozenset[str] = frozenset()) -> JSO
 
     The converter's hook for :class:`Message`; storage backends call it directly (with the
     fields they keep in columns skipped), since it is on the path of every append.
+
+    .. versionadded:: 0.1.0
     """
     out: JSONObject = {}
     for name, value in zip(_MESSAGE_FIELD_ORDER, _MESSAGE_VALUES(message), strict=True):
@@ -153,12 +161,18 @@ def make_converter() -> cattrs.Converter:
 
 @functools.cache
 def converter() -> cattrs.Converter:
-    """Return the library's converter (built on first use, so importing stays cheap)."""
+    """Return the library's converter (built on first use, so importing stays cheap).
+
+    .. versionadded:: 0.1.0
+    """
     return make_converter()
 
 
 def unstructure(obj: Any) -> JSONObject:
-    """Turn a model into a JSON-able dict."""
+    """Turn a model into a JSON-able dict.
+
+    .. versionadded:: 0.1.0
+    """
     result = converter().unstructure(obj)
     assert isinstance(result, dict)  # noqa: S101  # every model unstructures to an object
     return result
@@ -167,7 +181,10 @@ def unstructure(obj: Any) -> JSONObject:
 def structure(
     data: object, cls: type[T], *, path: Path | str | None = None, line: int | None = None
 ) -> T:
-    """Build a ``cls`` model from a JSON-able dict, or raise :class:`CorruptRecordError`."""
+    """Build a ``cls`` model from a JSON-able dict, or raise :class:`CorruptRecordError`.
+
+    .. versionadded:: 0.1.0
+    """
     try:
         return converter().structure(data, cls)
     except cattrs.BaseValidationError as error:

@@ -42,10 +42,16 @@ __all__ = [
 ]
 
 SCOPE_MEMORY: Final = "memory"
-"""Memory entries: what a model writes with the ``memory`` tool, and the files in a snapshot."""
+"""Memory entries: what a model writes with the ``memory`` tool, and the files in a snapshot.
+
+.. versionadded:: 0.1.0
+"""
 
 SCOPE_CONTEXT: Final = "context"
-"""Other text a host injects into a prompt (project context files such as ``AGENTS.md``)."""
+"""Other text a host injects into a prompt (project context files such as ``AGENTS.md``).
+
+.. versionadded:: 0.1.0
+"""
 
 _ALL_SCOPES: Final = frozenset({SCOPE_MEMORY, SCOPE_CONTEXT})
 _PATTERN_ID: Final = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)+")
@@ -101,6 +107,8 @@ class ThreatPattern:
             scanning stays linear.
         description: One line saying what the pattern catches (shown to models and users).
         scopes: The scopes it applies to (default: ``memory`` and ``context``).
+
+    .. versionadded:: 0.1.0
     """
 
     id: str = attrs.field(validator=_pattern_id)
@@ -121,7 +129,10 @@ class ThreatPattern:
 
 @attrs.frozen(kw_only=True)
 class ThreatFinding:
-    """A pattern that matched: its id, what it catches, and a printable excerpt of the match."""
+    """A pattern that matched: its id, what it catches, and a printable excerpt of the match.
+
+    .. versionadded:: 0.1.0
+    """
 
     pattern_id: str
     description: str
@@ -172,6 +183,8 @@ class ThreatScanner:
     'injection.ignore_instructions'
     >>> DEFAULT_SCANNER.scan("you are now ready to deploy")
     ()
+
+    .. versionadded:: 0.1.0
     """
 
     patterns: tuple[ThreatPattern, ...] = attrs.field(
@@ -451,7 +464,13 @@ DEFAULT_PATTERNS: Final[tuple[ThreatPattern, ...]] = (
         description="a private key or an API token in a well-known format",
     ),
 )
-"""The patterns of :data:`DEFAULT_SCANNER`, in scan order."""
+"""The patterns of :data:`DEFAULT_SCANNER`, in scan order.
+
+.. versionadded:: 0.1.0
+"""
 
 DEFAULT_SCANNER: Final = ThreatScanner(DEFAULT_PATTERNS)
-"""The scanner :class:`~hermes_sessions.memory.MemoryStore` uses unless told otherwise."""
+"""The scanner :class:`~hermes_sessions.memory.MemoryStore` uses unless told otherwise.
+
+.. versionadded:: 0.1.0
+"""

@@ -26,6 +26,10 @@ __all__ = [
 ]
 
 MAX_TITLE_LENGTH: Final = 100
+"""The longest title, in characters after cleaning; longer ones raise ``InvalidTitleError``.
+
+.. versionadded:: 0.1.0
+"""
 
 _SPACE_CONTROLS: Final = dict.fromkeys(map(ord, "\t\r\n\v\f"), " ")
 _INVISIBLE: Final = re.compile(
@@ -48,6 +52,8 @@ def sanitize_title(title: str | None) -> str | None:
 
     >>> sanitize_title("  my\tproject\u200b  ")
     'my project'
+
+    .. versionadded:: 0.1.0
     """
     if title is None:
         return None
@@ -65,7 +71,10 @@ def sanitize_title(title: str | None) -> str | None:
 
 
 def title_key(title: str) -> str:
-    """The form titles are compared in: NFC-normalised and case-folded."""
+    """The form titles are compared in: NFC-normalised and case-folded.
+
+    .. versionadded:: 0.1.0
+    """
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", title).casefold())
 
 
@@ -81,6 +90,8 @@ def lineage_key(title: str) -> str:
 
     >>> lineage_key("My Project #3") == lineage_key("my project")
     True
+
+    .. versionadded:: 0.1.0
     """
     return title_key(_split_lineage(title)[0])
 
@@ -97,6 +108,8 @@ def next_title_in_lineage(title: str, existing_titles: Iterable[str]) -> str:
     'my project #2'
     >>> next_title_in_lineage("my project #2", {"my project", "my project #2", "My Project #5"})
     'my project #6'
+
+    .. versionadded:: 0.1.0
     """
     base, _ = _split_lineage(title)
     base_key = title_key(base)

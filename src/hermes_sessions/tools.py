@@ -193,7 +193,10 @@ MEMORY_TOOL_SCHEMA: Final[dict[str, Any]] = {
     },
 }
 """The ``memory`` tool in the OpenAI function-tool format (treat it as read-only; deep-copy it to
-edit the description)."""
+edit the description).
+
+.. versionadded:: 0.1.0
+"""
 
 
 def handle_memory(store: MemoryStore, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
@@ -207,6 +210,8 @@ def handle_memory(store: MemoryStore, arguments: Mapping[str, Any] | str) -> dic
     :meth:`~hermes_sessions.exceptions.MemoryRefusedError.to_dict`; bad arguments give
     ``code="invalid_arguments"``, a held lock ``code="lock_timeout"`` (with ``retryable: true``)
     and other library errors ``code="error"``. Nothing hermes-sessions raises on purpose escapes.
+
+    .. versionadded:: 0.1.0
     """
     try:
         return _run_memory(store, _parse_arguments(arguments)).to_dict()
@@ -293,7 +298,10 @@ SESSION_SEARCH_TOOL_SCHEMA: Final[dict[str, Any]] = {
         },
     },
 }
-"""The ``session_search`` tool in the OpenAI function-tool format (treat it as read-only)."""
+"""The ``session_search`` tool in the OpenAI function-tool format (treat it as read-only).
+
+.. versionadded:: 0.1.0
+"""
 
 
 @attrs.frozen(kw_only=True)
@@ -320,6 +328,8 @@ def handle_session_search(
     The shape follows the arguments: nothing → ``browse``; ``query`` → ``discover``;
     ``session_id`` → ``read``; ``session_id`` and ``message_id`` → ``scroll``. A session the
     requester may not see is reported exactly like one that does not exist.
+
+    .. versionadded:: 0.1.0
     """
     try:
         parsed = _parse_arguments(arguments)

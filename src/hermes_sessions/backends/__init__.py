@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from hermes_sessions.paths import default_home
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -35,17 +37,16 @@ def open_backend(kind: str, home: Path | None = None) -> Backend:
     defaults to :func:`~hermes_sessions.paths.default_home`.
     """
     if kind == "memory":
-        from hermes_sessions.backends.inmemory import InMemoryBackend  # noqa: PLC0415
+        from hermes_sessions.backends.inmemory import InMemoryBackend  # noqa: PLC0415  # loaded on use
 
         del home  # nothing to keep
         return InMemoryBackend()
     if kind == "sqlite":
-        from hermes_sessions.backends.sqlite import SQLiteBackend  # noqa: PLC0415
+        from hermes_sessions.backends.sqlite import SQLiteBackend  # noqa: PLC0415  # loaded on use
 
         return SQLiteBackend.in_home(home)
     if kind == "jsonl":
-        from hermes_sessions.backends.jsonl import JSONLBackend  # noqa: PLC0415
-        from hermes_sessions.paths import default_home  # noqa: PLC0415
+        from hermes_sessions.backends.jsonl import JSONLBackend  # noqa: PLC0415  # loaded on use
 
         return JSONLBackend(home if home is not None else default_home())
     raise ValueError(f"unknown backend {kind!r}; choose 'sqlite', 'jsonl' or 'memory'")

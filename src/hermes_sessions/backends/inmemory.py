@@ -13,17 +13,19 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import attrs
 
-from hermes_sessions.backends.rules import (
+from hermes_sessions.backends.memtables import (
     EntryTable,
     MessageIndex,
     Transcript,
+    resolve_plan,
+    session_page,
+)
+from hermes_sessions.backends.rules import (
     apply_update,
     check_update,
     fresh_record,
     lease_is_free,
     missing_session,
-    resolve_plan,
-    session_page,
 )
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import BackendClosedError

@@ -15,6 +15,8 @@ import attrs
 
 from hermes_sessions.exceptions import (
     AmbiguousMemoryMatchError,
+    InvalidMemoryContentError,
+    MemoryContentBlockedError,
     MemoryEntryNotFoundError,
     MemoryLimitError,
     UnknownMemoryTargetError,
@@ -35,6 +37,8 @@ __all__ = [
     "MemorySnapshot",
     "Outcome",
     "TargetSnapshot",
+    "check_content",
+    "check_old_text",
     "drift_reason",
     "entries_usage",
     "normalise_text",
@@ -47,10 +51,16 @@ __all__ = [
 ]
 
 ENTRY_DELIMITER: Final = "\n§\n"
-"""What separates two entries in a memory file: a line holding only ``§``."""
+"""What separates two entries in a memory file: a line holding only ``§``.
+
+.. versionadded:: 0.1.0
+"""
 
 MEMORY_TARGETS: Final = ("memory", "user")
-"""The two targets: ``"memory"`` (``MEMORY.md``) and ``"user"`` (``USER.md``)."""
+"""The two targets: ``"memory"`` (``MEMORY.md``) and ``"user"`` (``USER.md``).
+
+.. versionadded:: 0.1.0
+"""
 
 FILE_NAMES: Final = {"memory": "MEMORY.md", "user": "USER.md"}
 _TITLES: Final = {
@@ -75,6 +85,8 @@ def parse_entries(text: str) -> tuple[str, ...]:
 
     >>> parse_entries("first\n§\nsecond § with a section sign\n§\n\n§\nfirst")
     ('first', 'second § with a section sign')
+
+    .. versionadded:: 0.1.0
     """
     seen: set[str] = set()
     entries: list[str] = []
@@ -87,12 +99,18 @@ def parse_entries(text: str) -> tuple[str, ...]:
 
 
 def render_entries(entries: Iterable[str]) -> str:
-    """Join entries into the text of a memory file (no trailing newline, like Hermes)."""
+    """Join entries into the text of a memory file (no trailing newline, like Hermes).
+
+    .. versionadded:: 0.1.0
+    """
     return ENTRY_DELIMITER.join(entries)
 
 
 def entries_usage(entries: Iterable[str]) -> int:
-    """Characters the entries use against the limit: their length joined by the delimiter."""
+    """Characters the entries use against the limit: their length joined by the delimiter.
+
+    .. versionadded:: 0.1.0
+    """
     return len(render_entries(entries))
 
 
@@ -142,6 +160,8 @@ class MemoryResult:
         usage: Characters used after the change.
         limit: The file's character limit.
         backup_path: The copy kept by :meth:`MemoryStore.repair`, otherwise ``None``.
+
+    .. versionadded:: 0.1.0
     """
 
     target: str
@@ -179,6 +199,8 @@ class BlockedEntry:
     Attributes:
         index: Its 0-based position among the file's entries.
         pattern_ids: The threat patterns it matched.
+
+    .. versionadded:: 0.1.0
     """
 
     index: int
@@ -203,6 +225,8 @@ class TargetSnapshot:
         usage: Characters the file used when loaded (its real entries, placeholders aside).
         limit: The file's character limit.
         text: The rendered section of the prompt block (``""`` for an empty file).
+
+    .. versionadded:: 0.1.0
     """
 
     target: str
@@ -234,6 +258,8 @@ class MemorySnapshot:
 
     ``prompt_block`` (also ``str(snapshot)``) is ready to append to a system prompt; it is ``""``
     when both files are empty. It never changes: writes made later show up in the next snapshot.
+
+    .. versionadded:: 0.1.0
     """
 
     memory: TargetSnapshot
@@ -304,6 +330,65 @@ def snapshot_target(
 
 
 # -- planning a change (pure) ----------------------------------------------------------------------
+def check_content(
+    content: object, *, target: str, action: str, limit: int, scanner: ThreatScanner | None
+) -> str:
+    """The new entry ``content`` normalised and stripped, or the refusal it deserves.
+
+    Raises:
+        TypeError: ``content`` is not a str.
+        InvalidMemoryContentError: it is empty or holds a line of only ``§``.
+        MemoryContentBlockedError: ``scanner`` flagged it.
+    """
+    if not isinstance(content, str):
+        raise TypeError(f"content must be a str, got {type(content).__name__}")
+    cleaned = normalise_text(content).strip()
+    if not cleaned:
+        raise InvalidMemoryContentError(
+            "the content is empty" + ("; to delete an entry use remove" * (action != "add")),
+            target=target,
+            action=action,
+        )
+    if "§" in cleaned.split("\n"):
+        raise InvalidMemoryContentError(
+            "a line holding only '§' separates entries, so an entry cannot contain one; "
+            "store the parts as separate entries",
+            target=target,
+            action=action,
+        )
+    # Content longer than the whole limit is refused as over the limit whatever it says, so
+    # it is not scanned: a model sending megabytes costs nothing.
+    if (
+        scanner is not None
+        and len(cleaned) <= limit
+        and (findings := scanner.scan(cleaned, scope=SCOPE_MEMORY))
+    ):
+        raise MemoryContentBlockedError(
+            target=target,
+            action=action,
+            pattern_ids=[finding.pattern_id for finding in findings],
+            excerpts=[finding.excerpt for finding in findings],
+        )
+    return cleaned
+
+
+def check_old_text(old_text: object, *, target: str, action: str) -> str:
+    """The ``old_text`` of a replace or remove normalised and stripped, or its refusal.
+
+    Raises:
+        TypeError: ``old_text`` is not a str.
+        InvalidMemoryContentError: it is empty.
+    """
+    if not isinstance(old_text, str):
+        raise TypeError(f"old_text must be a str, got {type(old_text).__name__}")
+    cleaned = normalise_text(old_text).strip()
+    if not cleaned:
+        raise InvalidMemoryContentError(
+            "old_text is empty; give a short, distinctive part of the entry to change",
+            target=target,
+            action=action,
+        )
+    return cleaned
 
 
 @attrs.frozen

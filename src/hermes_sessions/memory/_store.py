@@ -1,19 +1,7 @@
-r"""Bounded memory files shared by every session: ``MEMORY.md`` and ``USER.md``.
+"""The memory store: locking, reading and atomically replacing the files, backups.
 
-A memory file is a list of short entries joined by a line holding only ``§`` (the delimiter is
-``"\n§\n"``). ``MEMORY.md`` (target ``"memory"``) holds the agent's own notes, ``USER.md`` (target
-``"user"``) what it knows about the user. Each file has a character limit, counted on the entries
-joined by the delimiter, so the files stay small enough to inject into every system prompt.
-
-:class:`MemoryStore` reads the files once when it is created and keeps that *snapshot* for the
-whole session, so the system prompt (and the provider's prompt cache) stays stable while the model
-edits memory with :meth:`~MemoryStore.add`, :meth:`~MemoryStore.replace` and
-:meth:`~MemoryStore.remove`. Writes are serialised across threads and processes by a lock on a
-sidecar file (``MEMORY.md.lock``), re-read the file under the lock, and replace it atomically
-(temporary file, fsync, rename, fsync of the directory): a reader sees the old file or the new
-one, never a mixture, and a crash at any moment leaves one of the two.
-
-See ``docs/memory.md`` for the format, the rules and the guarantees.
+Everything that decides what a change does (the format, the refusals, drift) is pure code in
+``_format``; this module only performs it. See :mod:`hermes_sessions.memory` for the guarantees.
 """
 
 from __future__ import annotations
@@ -28,26 +16,22 @@ import attrs
 
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.exceptions import (
-    InvalidMemoryContentError,
     LockTimeoutError,
-    MemoryContentBlockedError,
     MemoryDriftError,
     StorageError,
     UnknownMemoryTargetError,
 )
-from hermes_sessions.files import fsync_dir
+from hermes_sessions.files import create_file, replace_file
 from hermes_sessions.memory._format import (
-    ENTRY_DELIMITER,
     FILE_NAMES,
     MEMORY_TARGETS,
-    BlockedEntry,
     MemoryResult,
     MemorySnapshot,
     Outcome,
-    TargetSnapshot,
+    check_content,
+    check_old_text,
     drift_reason,
     entries_usage,
-    normalise_text,
     parse_entries,
     plan_add,
     plan_remove,
@@ -57,7 +41,7 @@ from hermes_sessions.memory._format import (
 )
 from hermes_sessions.paths import memories_dir
 from hermes_sessions.protocols import Clock
-from hermes_sessions.threats import DEFAULT_SCANNER, SCOPE_MEMORY, ThreatScanner
+from hermes_sessions.threats import DEFAULT_SCANNER, ThreatScanner
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -67,26 +51,26 @@ __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
     "DEFAULT_MEMORY_CHAR_LIMIT",
     "DEFAULT_USER_CHAR_LIMIT",
-    "ENTRY_DELIMITER",
-    "MEMORY_TARGETS",
-    "BlockedEntry",
-    "MemoryResult",
-    "MemorySnapshot",
     "MemoryStore",
-    "TargetSnapshot",
-    "entries_usage",
-    "parse_entries",
-    "render_entries",
 ]
 
 DEFAULT_MEMORY_CHAR_LIMIT: Final = 2200
-"""Default character limit of ``MEMORY.md``."""
+"""Default character limit of ``MEMORY.md``.
+
+.. versionadded:: 0.1.0
+"""
 
 DEFAULT_USER_CHAR_LIMIT: Final = 1375
-"""Default character limit of ``USER.md``."""
+"""Default character limit of ``USER.md``.
+
+.. versionadded:: 0.1.0
+"""
 
 DEFAULT_LOCK_TIMEOUT: Final = 10.0
-"""Seconds a write waits for the file lock before raising ``LockTimeoutError``."""
+"""Seconds a write waits for the file lock before raising ``LockTimeoutError``.
+
+.. versionadded:: 0.1.0
+"""
 
 _BACKUP_ATTEMPTS: Final = 16
 
@@ -126,18 +110,6 @@ def _random_suffix(length: int) -> str:
     return os.urandom(length).hex()
 
 
-def _write_new_file(path: Path, data: bytes) -> None:
-    """Create ``path`` (it must not exist) as a private file holding ``data``, synced to disk."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(descriptor, view) :]
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
 @attrs.define(repr=False, eq=False, on_setattr=attrs.setters.frozen)
 class MemoryStore:
     """The two memory files of one home directory, with a frozen snapshot for the prompt.
@@ -155,6 +127,8 @@ class MemoryStore:
         lock_timeout: Seconds a write waits for the file lock (``0``: try once).
         clock: Where the time comes from (names backups); a ``Clock`` such as
             ``testing.FrozenClock``.
+
+    .. versionadded:: 0.1.0
     """
 
     directory: Path = attrs.field(default=None, converter=_directory)
@@ -218,7 +192,9 @@ class MemoryStore:
             StorageError: the file system failed.
         """
         target = self._check_target(target)
-        content = self._clean_content(content, target=target, action="add")
+        content = check_content(
+            content, target=target, action="add", limit=self.limit(target), scanner=self.scanner
+        )
         limit = self.limit(target)
         return self._change(
             target, "add", lambda entries: plan_add(entries, content, target=target, limit=limit)
@@ -236,8 +212,14 @@ class MemoryStore:
             LockTimeoutError, StorageError: as for :meth:`add`, plus the matching errors.
         """
         target = self._check_target(target)
-        old_text = self._clean_old_text(old_text, target=target, action="replace")
-        content = self._clean_content(new_content, target=target, action="replace")
+        old_text = check_old_text(old_text, target=target, action="replace")
+        content = check_content(
+            new_content,
+            target=target,
+            action="replace",
+            limit=self.limit(target),
+            scanner=self.scanner,
+        )
         limit = self.limit(target)
         return self._change(
             target,
@@ -253,7 +235,7 @@ class MemoryStore:
             MemoryDriftError, LockTimeoutError, StorageError.
         """
         target = self._check_target(target)
-        old_text = self._clean_old_text(old_text, target=target, action="remove")
+        old_text = check_old_text(old_text, target=target, action="remove")
         return self._change(
             target, "remove", lambda entries: plan_remove(entries, old_text, target=target)
         )
@@ -307,51 +289,6 @@ class MemoryStore:
         if not isinstance(target, str) or target not in FILE_NAMES:
             raise UnknownMemoryTargetError(target, MEMORY_TARGETS)
         return target
-
-    def _clean_content(self, content: object, *, target: str, action: str) -> str:
-        if not isinstance(content, str):
-            raise TypeError(f"content must be a str, got {type(content).__name__}")
-        cleaned = normalise_text(content).strip()
-        if not cleaned:
-            raise InvalidMemoryContentError(
-                "the content is empty" + ("; to delete an entry use remove" * (action != "add")),
-                target=target,
-                action=action,
-            )
-        if "§" in cleaned.split("\n"):
-            raise InvalidMemoryContentError(
-                "a line holding only '§' separates entries, so an entry cannot contain one; "
-                "store the parts as separate entries",
-                target=target,
-                action=action,
-            )
-        # Content longer than the whole limit is refused as over the limit whatever it says, so
-        # it is not scanned: a model sending megabytes costs nothing.
-        if (
-            self.scanner is not None
-            and len(cleaned) <= self.limit(target)
-            and (findings := self.scanner.scan(cleaned, scope=SCOPE_MEMORY))
-        ):
-            raise MemoryContentBlockedError(
-                target=target,
-                action=action,
-                pattern_ids=[finding.pattern_id for finding in findings],
-                excerpts=[finding.excerpt for finding in findings],
-            )
-        return cleaned
-
-    @staticmethod
-    def _clean_old_text(old_text: object, *, target: str, action: str) -> str:
-        if not isinstance(old_text, str):
-            raise TypeError(f"old_text must be a str, got {type(old_text).__name__}")
-        cleaned = normalise_text(old_text).strip()
-        if not cleaned:
-            raise InvalidMemoryContentError(
-                "old_text is empty; give a short, distinctive part of the entry to change",
-                target=target,
-                action=action,
-            )
-        return cleaned
 
     def _result(
         self,
@@ -440,14 +377,11 @@ class MemoryStore:
             raise StorageError(f"cannot read {path}: {error}") from error
 
     def _write(self, path: Path, text: str) -> None:
-        """Replace ``path`` atomically: temporary file, fsync, rename, fsync of the directory."""
+        """Replace ``path`` atomically through a temporary file the lock holder clears if left."""
         temporary = path.with_name(f".{path.name}.{_random_suffix(6)}.tmp")
         try:
-            _write_new_file(temporary, text.encode("utf-8"))
-            temporary.replace(path)
-            fsync_dir(path.parent)
+            replace_file(path, text.encode("utf-8"), temporary=temporary)
         except OSError as error:
-            temporary.unlink(missing_ok=True)
             raise StorageError(f"cannot write {path}: {error}") from error
 
     def _backup(self, path: Path, raw: bytes) -> Path:
@@ -459,13 +393,9 @@ class MemoryStore:
         for _ in range(_BACKUP_ATTEMPTS):
             candidate = path.with_name(f"{path.name}.drift-{stamp}-{_random_suffix(4)}.bak")
             try:
-                _write_new_file(candidate, raw)
+                create_file(candidate, raw, exclusive=True)
             except FileExistsError:
                 continue
-            except OSError as error:
-                raise StorageError(f"cannot save a backup of {path}: {error}") from error
-            try:
-                fsync_dir(path.parent)
             except OSError as error:
                 raise StorageError(f"cannot save a backup of {path}: {error}") from error
             return candidate

@@ -13,24 +13,37 @@
 
 * :class:`FrozenClock` — a clock that moves only when told to, for the store's ``clock=``.
 
-This module needs pytest; importing ``hermes_sessions`` never imports it.
+This module needs pytest, which ``pip install 'hermes-sessions[testing]'`` brings; without it,
+importing this module raises :class:`~hermes_sessions.exceptions.MissingDependencyError` (an
+``ImportError``) naming that extra. Importing ``hermes_sessions`` never imports pytest.
 """
 
 from __future__ import annotations
+
+from hermes_sessions.exceptions import MissingDependencyError
+
+try:
+    import pytest
+except ImportError as error:
+    raise MissingDependencyError(
+        "pytest", extra="testing", feature="hermes_sessions.testing"
+    ) from error
 
 from hermes_sessions.clock import FrozenClock
 from hermes_sessions.testing._durability import DurabilityContract
 from hermes_sessions.testing._messages import AppendContract, ReadContract, RewriteContract
 from hermes_sessions.testing._plans import PlanContract
-from hermes_sessions.testing._routing import IndexContract
+from hermes_sessions.testing._routing import RoutingContract
 from hermes_sessions.testing._search import SearchContract
 from hermes_sessions.testing._sessions import ListingContract, SessionContract
 
 __all__ = ["BackendContract", "FrozenClock"]
 
+del pytest  # imported above only to check that it is installed
+
 
 class BackendContract(
-    IndexContract,
+    RoutingContract,
     SessionContract,
     ListingContract,
     AppendContract,

@@ -16,7 +16,7 @@ KEY = "agent:main:telegram:dm:1"
 OTHER = "agent:main:telegram:dm:2"
 
 
-class IndexContract(ContractBase):
+class RoutingContract(ContractBase):
     """Routing entries, compare-and-swap, activity, and the backend's lifecycle."""
 
     # -- lifecycle ---------------------------------------------------------------------------------

@@ -67,8 +67,10 @@ spaces, controls and format characters separate *words*.
   terms (``a OR content:foo`` is ``(a OR content) foo``). A query without a positive term
   (``NOT docker``, ``-helm``) matches nothing.
 * Limits: at most :data:`MAX_QUERY_PHRASES` terms are kept (later ones are dropped, which can
-  only widen the result). Nothing here raises: hostile input (SQL fragments, FTS syntax,
-  control characters, huge strings) is reduced to plain words, possibly none (an empty query).
+  only widen the result).
+* The parser never raises: whatever it cannot read as an operator, a phrase or a word is a
+  separator, and what is left is plain words. Hostile input (SQL fragments, FTS syntax, control
+  characters, huge strings) is reduced to plain words, possibly none (an empty query).
 
 The normal form (for backend authors)
 -------------------------------------
@@ -90,6 +92,10 @@ over index tokens; :class:`SearchIndex` is the inverted index of the in-memory a
 backends. :func:`make_snippet` cuts about 40 tokens of the *original* text around the best match
 and reports the match offsets; :func:`searchable_text` is what gets indexed for a message.
 
+Modules: ``_tokens`` (the stream), ``_query`` (parser, normal form, matcher), ``_ranking`` (BM25
+and :class:`SearchIndex`), ``_snippets`` and ``_searchable``. Backends use only the names in
+``__all__`` below, never the private modules.
+
 The stream depends on the Unicode database of the running Python (case folding, categories):
 re-index after a Python upgrade that changes the Unicode version.
 """
@@ -108,7 +114,8 @@ from hermes_sessions.text._query import (
     parse_query,
 )
 from hermes_sessions.text._ranking import BM25_B, BM25_K1, SearchIndex, bm25_score, scoring_tokens
-from hermes_sessions.text._snippets import Snippet, make_snippet, searchable_text
+from hermes_sessions.text._searchable import searchable_text
+from hermes_sessions.text._snippets import Snippet, make_snippet
 from hermes_sessions.text._tokens import Token, TokenKind, index_tokens, tokenize
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The search query language: parser, normal form, and the matcher every backend agrees with.
 
-See :mod:`hermes_sessions.text` for the language. The parser never raises: whatever it cannot
-read as an operator, a phrase or a word is a separator, and what is left is plain words.
+The language and the normal form are specified in :mod:`hermes_sessions.text`; this module
+implements them.
 """
 
 from __future__ import annotations
@@ -39,9 +39,15 @@ __all__ = [
 ]
 
 MAX_QUERY_LENGTH: Final = 1_000
-"""Queries are cut to this many characters before parsing."""
+"""Queries are cut to this many characters before parsing.
+
+.. versionadded:: 0.1.0
+"""
 MAX_QUERY_PHRASES: Final = 64
-"""At most this many phrases (positive and excluded) are kept; later ones are dropped."""
+"""At most this many phrases (positive and excluded) are kept; later ones are dropped.
+
+.. versionadded:: 0.1.0
+"""
 
 _CONNECTORS: Final = frozenset("-._/+#@")
 # Chunks are separated by whitespace; a phrase is a quoted stretch; an unbalanced quote is
@@ -256,6 +262,8 @@ def match_spans(query: Query, text: str) -> list[tuple[int, int]]:
 
     >>> match_spans(parse_query("docker 书"), "Docker 部署到飞书机器人")
     [(0, 6), (11, 12)]
+
+    .. versionadded:: 0.1.0
     """
     if query.is_empty:
         return []
@@ -380,6 +388,8 @@ def parse_query(text: str) -> Query:
     ([[('docker',), ('podman',)]], [('helm',)])
     >>> parse_query("NOT docker").is_empty
     True
+
+    .. versionadded:: 0.1.0
     """
     clauses: list[list[Phrase]] = []
     excluded: list[Phrase] = []

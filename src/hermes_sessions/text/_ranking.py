@@ -18,9 +18,15 @@ if TYPE_CHECKING:
 __all__ = ["BM25_B", "BM25_K1", "SearchIndex", "bm25_score", "scoring_tokens"]
 
 BM25_K1: Final = 1.2
-"""BM25 term-frequency saturation."""
+"""BM25 term-frequency saturation.
+
+.. versionadded:: 0.1.0
+"""
 BM25_B: Final = 0.75
-"""BM25 length normalisation."""
+"""BM25 length normalisation.
+
+.. versionadded:: 0.1.0
+"""
 
 
 def scoring_tokens(query: Query, document: Document) -> list[str]:
@@ -29,6 +35,8 @@ def scoring_tokens(query: Query, document: Document) -> list[str]:
     Every exact token of the query's positive phrases (for CJK, the bigrams and unigrams they
     were turned into), plus each of the document's tokens that a prefix pattern accepts.
     Excluded phrases do not count.
+
+    .. versionadded:: 0.1.0
     """
     tokens: dict[str, None] = {}
     for phrase in query.positive_phrases():
@@ -77,6 +85,8 @@ def bm25_score(
         document_frequency: How many documents contain a token.
         k1: Term-frequency saturation.
         b: Length normalisation.
+
+    .. versionadded:: 0.1.0
     """
     saturation = _saturation(len(document), average_length, k1, b)
     score = 0.0

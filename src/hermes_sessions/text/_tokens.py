@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["Token", "TokenKind", "index_tokens", "tokenize"]
 
 TokenKind: TypeAlias = Literal["word", "cjk"]
-"""``"word"`` for a word token; ``"cjk"`` for a CJK or symbol bigram or unigram."""
+"""``"word"`` for a word token; ``"cjk"`` for a CJK or symbol bigram or unigram.
+
+.. versionadded:: 0.1.0
+"""
 
 # CJK characters (Han, kana, Hangul), as a regular-expression character-class body. Kana
 # combining voiced marks (U+3099, U+309A) are left out on purpose: they are combining marks and
@@ -357,6 +360,8 @@ def index_tokens(text: str) -> list[str]:
 
     >>> index_tokens("Deploy docker-compose 到飞书机器人 🚀")
     ['deploy', 'docker', 'compose', '到飞', '飞书', '书机', '机器', '器人', '人', '🚀']
+
+    .. versionadded:: 0.1.0
     """
     if text.isascii():
         return _ASCII_WORD.findall(text.lower())
@@ -489,6 +494,8 @@ def tokenize(text: str) -> list[Token]:
 
     >>> [(t.text, t.start, t.end) for t in tokenize("修改youer服务")]
     [('修改', 0, 2), ('改', 1, 2), ('youer', 2, 7), ('服务', 7, 9), ('务', 8, 9)]
+
+    .. versionadded:: 0.1.0
     """
     tokens, starts, ends, cjk = stream(text)
     return [

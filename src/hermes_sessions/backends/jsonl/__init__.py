@@ -1,8 +1,11 @@
 """JSONLBackend: human-readable files, one per session, shared safely by several processes.
 
-The backend class lives in ``_backend``; the engine that keeps the directory in memory and
-writes it in ``_engine``; record formats in ``_format``, file primitives in ``_io``, the journal in
-``_journal``, the in-memory state in ``_state`` and ``repair()`` in ``_repair``.
+The backend class users construct lives in ``_backend``; the engine that locks the directory,
+catches up with it and writes it (``DirectoryEngine``) in ``_engine``; the session-file records
+and the line encoding in ``_session_records``; the journal and routing-snapshot records in
+``_journal``; reading and appending whole lines in ``_lines`` (files are created and replaced
+through :mod:`hermes_sessions.files`); the in-memory cache and how records change it in
+``_cache``; and ``repair()`` in ``_repair``.
 """
 
 from __future__ import annotations

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 import attrs
 
-from hermes_sessions.backends.jsonl._engine import Store
-from hermes_sessions.backends.jsonl._format import Active, End, MessageLine, Reopen, Update
+from hermes_sessions.backends.jsonl._engine import DirectoryEngine
 from hermes_sessions.backends.jsonl._journal import (
     Delete,
     Lease,
@@ -30,15 +29,14 @@ from hermes_sessions.backends.jsonl._journal import (
     Touch,
 )
 from hermes_sessions.backends.jsonl._repair import DroppedLine, RepairReport, repair
+from hermes_sessions.backends.jsonl._session_records import Active, End, MessageLine, Reopen, Update
+from hermes_sessions.backends.memtables import Transcript, resolve_plan, session_page
 from hermes_sessions.backends.rules import (
-    Transcript,
     apply_update,
     check_update,
     fresh_record,
     lease_is_free,
     missing_session,
-    resolve_plan,
-    session_page,
     touched_entry,
 )
 from hermes_sessions.closing import ClosesOnExit
@@ -51,7 +49,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
-    from hermes_sessions.backends.jsonl._state import SessionFile, State
+    from hermes_sessions.backends.jsonl._cache import SessionFile, State
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -86,56 +84,58 @@ def _session(state: State, session_id: str) -> SessionFile:
     return cached
 
 
+def _at_least_one(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{attribute.name} must be an int >= 1, got {value!r}")
+
+
+def _open_engine(backend: JSONLBackend) -> DirectoryEngine:
+    engine = DirectoryEngine(
+        backend.directory,
+        sync_writes=backend.durability == "full",
+        lock_timeout=backend.lock_timeout,
+        compact_threshold=backend.compact_threshold,
+    )
+    return engine.open()
+
+
+@attrs.define(eq=False, repr=False, on_setattr=attrs.setters.frozen)
 class JSONLBackend(ClosesOnExit):
     """Stores sessions as JSON Lines files in ``directory``; several processes may share it.
 
-    Args:
-        directory: The data directory (created ``0700`` if missing).
-        durability: ``"full"`` (default) fsyncs every write before it returns, so nothing
-            acknowledged is lost even on power failure; ``"normal"`` skips the fsyncs: still
-            safe when a process crashes, but the last writes may be lost if the machine does.
-        lock_timeout: Seconds to wait for the directory lock before ``LockTimeoutError``.
-        compact_threshold: The journal is compacted into ``routing.jsonl`` once it holds more
-            records than this or than the number of entries plus sessions, whichever is larger
-            (so compaction costs stay proportional to the writes that caused them).
-
-    Raises ``CorruptRecordError`` (with file and line) if a file is malformed and
-    ``IncompatibleStoreError`` if a newer library wrote it; :meth:`repair` fixes the first.
+    Options are checked before anything is created; then the directory is created (``0700``) if
+    missing and read. Raises ``CorruptRecordError`` (with file and line) if a file is malformed
+    and ``IncompatibleStoreError`` if a newer library wrote it; :meth:`repair` fixes the first.
 
     .. versionadded:: 0.1.0
     """
 
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        *,
-        durability: Durability = "full",
-        lock_timeout: float = 30.0,
-        compact_threshold: int = 10_000,
-    ) -> None:
-        if durability not in {"full", "normal"}:
-            raise ValueError(f"durability must be 'full' or 'normal', got {durability!r}")
-        if isinstance(compact_threshold, bool) or compact_threshold < 1:
-            raise ValueError(f"compact_threshold must be >= 1, got {compact_threshold!r}")
-        if lock_timeout < 0:
-            raise ValueError(f"lock_timeout must be >= 0 seconds, got {lock_timeout!r}")
-        self._directory = Path(directory)
-        self._durability = durability
-        self._store = _wrapped(Store)(
-            self._directory,
-            sync=durability == "full",
-            lock_timeout=lock_timeout,
-            compact_threshold=compact_threshold,
-        )
+    directory: Path = attrs.field(converter=Path)
+    """The data directory (created ``0700`` if missing)."""
+    durability: Durability = attrs.field(
+        default="full", kw_only=True, validator=attrs.validators.in_(("full", "normal"))
+    )
+    """``"full"`` (default) fsyncs every write before it returns, so nothing acknowledged is lost
+    even on power failure; ``"normal"`` skips the fsyncs: still safe when a process crashes, but
+    the last writes may be lost if the machine does."""
+    lock_timeout: float = attrs.field(
+        default=30.0,
+        kw_only=True,
+        validator=[attrs.validators.instance_of(int | float), attrs.validators.ge(0)],
+    )
+    """Seconds to wait for the directory lock before ``LockTimeoutError``."""
+    compact_threshold: int = attrs.field(default=10_000, kw_only=True, validator=_at_least_one)
+    """The journal is compacted into ``routing.jsonl`` once it holds more records than this or
+    than the number of entries plus sessions, whichever is larger (so compaction costs stay
+    proportional to the writes that caused them)."""
+    _engine: DirectoryEngine = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
+
+    def __attrs_post_init__(self) -> None:
+        self._engine = _wrapped(_open_engine)(self)
 
     def __repr__(self) -> str:
-        state = "closed" if self._store.closed else self._durability
-        return f"<JSONLBackend {str(self._directory)!r} {state}>"
-
-    @property
-    def directory(self) -> Path:
-        """The data directory."""
-        return self._directory
+        state = "closed" if self._engine.closed else self.durability
+        return f"<JSONLBackend {str(self.directory)!r} {state}>"
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -145,13 +145,13 @@ class JSONLBackend(ClosesOnExit):
 
     def close(self) -> None:
         """Release the journal and the cache; later calls raise ``BackendClosedError``."""
-        self._store.close()
+        self._engine.close()
 
     @_wrapped
     def compact(self) -> None:
         """Compact the journal into ``routing.jsonl`` now (it also happens automatically)."""
-        with self._store.writing():
-            self._store.compact()
+        with self._engine.writing():
+            self._engine.compact()
 
     @classmethod
     def repair(
@@ -172,31 +172,31 @@ class JSONLBackend(ClosesOnExit):
     @_wrapped
     def get_entry(self, key: str) -> SessionEntry | None:
         """Return the entry of ``key``, or ``None``."""
-        with self._store.reading() as state:
+        with self._engine.reading() as state:
             return state.table.get(key)
 
     @_wrapped
     def put_entry(self, entry: SessionEntry, *, expected_revision: int | None) -> SessionEntry:
         """Store ``entry`` if the key's revision is ``expected_revision`` (compare-and-swap)."""
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             state.table.check_revision(entry.session_key, expected_revision)
             if entry.session_id not in state.sessions:
                 raise missing_session(entry.session_id)
             stored = attrs.evolve(entry, revision=(expected_revision or 0) + 1)
-            self._store.log(Put(self._store.next_tx, stored))
-            return self._store.state.table.entries[entry.session_key]
+            self._engine.log(Put(self._engine.next_tx, stored))
+            return self._engine.state.table.entries[entry.session_key]
 
     @_wrapped
     def delete_entry(self, key: str, *, expected_revision: int) -> None:
         """Remove the entry of ``key`` if its revision is ``expected_revision``."""
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             state.table.check_revision(key, expected_revision)
-            self._store.log(Delete(self._store.next_tx, key))
+            self._engine.log(Delete(self._engine.next_tx, key))
 
     @_wrapped
     def entries(self, *, session_id: str | None = None) -> list[SessionEntry]:
         """Return all entries, or those pointing at ``session_id``, in key order."""
-        with self._store.reading() as state:
+        with self._engine.reading() as state:
             return state.table.listing(session_id)
 
     @_wrapped
@@ -204,31 +204,31 @@ class JSONLBackend(ClosesOnExit):
         self, key: str, at: datetime, *, last_prompt_tokens: int | None = None
     ) -> SessionEntry | None:
         """Move ``updated_at`` forward to ``at`` without a revision check (one small append)."""
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             entry = state.table.get(key)
             if entry is None or touched_entry(entry, at, last_prompt_tokens) == entry:
                 return entry
-            tx = self._store.next_tx
-            self._store.log(Touch(tx, at, key=key, last_prompt_tokens=last_prompt_tokens))
-            return self._store.state.table.get(key)
+            tx = self._engine.next_tx
+            self._engine.log(Touch(tx, at, key=key, last_prompt_tokens=last_prompt_tokens))
+            return self._engine.state.table.get(key)
 
     # -- sessions ----------------------------------------------------------------------------------
 
     @_wrapped
     def create_session(self, record: SessionRecord) -> SessionRecord:
         """Store a new session; an existing id returns the stored record unchanged."""
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             existing = state.sessions.get(record.id)
             if existing is not None:
                 return existing.transcript.record
-            self._store.create(self._store.next_tx, NewSession(fresh_record(record), 1))
-            return self._store.state.sessions[record.id].transcript.record
+            self._engine.create(self._engine.next_tx, NewSession(fresh_record(record), 1))
+            return self._engine.state.sessions[record.id].transcript.record
 
     @_wrapped
     def get_session(self, session_id: str) -> SessionRecord | None:
         """Return the record of ``session_id``, or ``None``."""
         validate_session_id(session_id)
-        with self._store.reading() as state:
+        with self._engine.reading() as state:
             cached = state.sessions.get(session_id)
             return None if cached is None else cached.transcript.record
 
@@ -243,37 +243,37 @@ class JSONLBackend(ClosesOnExit):
         """Set fields and add to counters atomically (one appended ``update`` line)."""
         changes, amounts = check_update(values, increments)
         validate_session_id(session_id)
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             cached = _session(state, session_id)
             updated = apply_update(cached.transcript.record, changes, amounts)
             if changes or amounts:
                 stored = {name: getattr(updated, name) for name in changes}
-                self._write(session_id, [Update(self._store.next_tx, stored, amounts)])
-            return self._store.state.sessions[session_id].transcript.record
+                self._write(session_id, [Update(self._engine.next_tx, stored, amounts)])
+            return self._engine.state.sessions[session_id].transcript.record
 
     @_wrapped
     def end_session(self, session_id: str, reason: str, *, at: datetime) -> SessionRecord:
         """End a session; the first reason wins."""
         validate_session_id(session_id)
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             if not _session(state, session_id).transcript.record.is_ended:
-                self._write(session_id, [End(self._store.next_tx, reason, at)])
-            return self._store.state.sessions[session_id].transcript.record
+                self._write(session_id, [End(self._engine.next_tx, reason, at)])
+            return self._engine.state.sessions[session_id].transcript.record
 
     @_wrapped
     def reopen_session(self, session_id: str) -> SessionRecord:
         """Clear a session's end."""
         validate_session_id(session_id)
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             if _session(state, session_id).transcript.record.is_ended:
-                self._write(session_id, [Reopen(self._store.next_tx)])
-            return self._store.state.sessions[session_id].transcript.record
+                self._write(session_id, [Reopen(self._engine.next_tx)])
+            return self._engine.state.sessions[session_id].transcript.record
 
     @_wrapped
     def delete_session(self, session_id: str) -> bool:
         """Delete a session's file and its search rows; orphan its children."""
         validate_session_id(session_id)
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             if session_id not in state.sessions:
                 return False
             children = sorted(
@@ -281,13 +281,13 @@ class JSONLBackend(ClosesOnExit):
                 for child, cached in state.sessions.items()
                 if cached.transcript.record.parent_session_id == session_id
             )
-            self._store.remove(Remove(self._store.next_tx, session_id, tuple(children)))
+            self._engine.remove(Remove(self._engine.next_tx, session_id, tuple(children)))
             return True
 
     @_wrapped
     def list_sessions(self, query: SessionQuery) -> SessionPage:
         """Return one page of sessions matching ``query``."""
-        with self._store.reading() as state:
+        with self._engine.reading() as state:
             return session_page(query, (cached.transcript for cached in state.sessions.values()))
 
     # -- messages ----------------------------------------------------------------------------------
@@ -298,17 +298,17 @@ class JSONLBackend(ClosesOnExit):
     ) -> list[Message]:
         """Append atomically and idempotently (one write of whole lines, announced first)."""
         validate_session_id(session_id)
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             returned, new = _session(state, session_id).transcript.prepare(messages)
-            tx = self._store.next_tx
+            tx = self._engine.next_tx
             if new:
                 lines = [MessageLine(tx, message) for message in new]
-                self._store.write(session_id, lines, touch=touch_at)
+                self._engine.write(session_id, lines, touch=touch_at)
             elif touch_at is not None and any(
                 touched_entry(entry, touch_at) != entry for entry in state.table.listing(session_id)
             ):
-                self._store.log(Touch(tx, touch_at, session=session_id))
-            stored = self._store.state.sessions[session_id].transcript.messages
+                self._engine.log(Touch(tx, touch_at, session=session_id))
+            stored = self._engine.state.sessions[session_id].transcript.messages
             return [stored[message.id or 0] for message in returned]
 
     @_wrapped
@@ -324,7 +324,7 @@ class JSONLBackend(ClosesOnExit):
     ) -> list[Message]:
         """Return messages in insertion order, optionally a window of them."""
         validate_session_id(session_id)
-        with self._store.reading() as state:
+        with self._engine.reading() as state:
             return _session(state, session_id).transcript.select(
                 after_id=after_id,
                 before_id=before_id,
@@ -337,7 +337,7 @@ class JSONLBackend(ClosesOnExit):
     def get_message(self, session_id: str, message_id: int) -> Message | None:
         """Return one message (active or not), or ``None``."""
         validate_session_id(session_id)
-        with self._store.reading() as state:
+        with self._engine.reading() as state:
             cached = state.sessions.get(session_id)
             return None if cached is None else cached.transcript.messages.get(message_id)
 
@@ -345,7 +345,7 @@ class JSONLBackend(ClosesOnExit):
     def find_message(self, session_id: str, platform_message_id: str) -> Message | None:
         """Return the message with this platform id in the session, or ``None``."""
         validate_session_id(session_id)
-        with self._store.reading() as state:
+        with self._engine.reading() as state:
             cached = state.sessions.get(session_id)
             if cached is None:
                 return None
@@ -356,30 +356,30 @@ class JSONLBackend(ClosesOnExit):
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
         """Replace one message, keeping its id (the file is rewritten: the old text is gone)."""
         validate_session_id(session_id)
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             copy = _session(state, session_id).transcript.copy()
             copy.replace(message_id, message)
             self._rewrite(copy)
-            return self._store.state.sessions[session_id].transcript.messages[message_id]
+            return self._engine.state.sessions[session_id].transcript.messages[message_id]
 
     @_wrapped
     def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         """Replace the whole transcript atomically (new ids; the file is rewritten)."""
         validate_session_id(session_id)
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             copy = _session(state, session_id).transcript.copy()
             copy.clear()
             returned, new = copy.prepare(messages)
             copy.add(new)
             self._rewrite(copy)
-            stored = self._store.state.sessions[session_id].transcript.messages
+            stored = self._engine.state.sessions[session_id].transcript.messages
             return [stored[message.id or 0] for message in returned]
 
     @_wrapped
     def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:
         """Soft-delete or restore messages (one appended line); return how many changed."""
         validate_session_id(session_id)
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             messages = _session(state, session_id).transcript.messages
             changed = tuple(
                 message_id
@@ -387,14 +387,14 @@ class JSONLBackend(ClosesOnExit):
                 if message_id in messages and messages[message_id].active != active
             )
             if changed:
-                self._write(session_id, [Active(self._store.next_tx, changed, active)])
+                self._write(session_id, [Active(self._engine.next_tx, changed, active)])
             return len(changed)
 
     @_wrapped
     def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Delete messages for good (the file is rewritten); return how many were deleted."""
         validate_session_id(session_id)
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             copy = _session(state, session_id).transcript.copy()
             deleted = copy.delete(message_ids)
             if deleted:
@@ -404,12 +404,12 @@ class JSONLBackend(ClosesOnExit):
     def _write(
         self, session_id: str, lines: list[Update] | list[End] | list[Reopen] | list[Active]
     ) -> None:
-        self._store.write(session_id, lines)
+        self._engine.write(session_id, lines)
 
     def _rewrite(self, transcript: Transcript) -> None:
         messages = tuple(transcript.messages.values())
         record = transcript.record
-        self._store.rewrite(self._store.next_tx, NewSession(record, transcript.next_id, messages))
+        self._engine.rewrite(self._engine.next_tx, NewSession(record, transcript.next_id, messages))
 
     # -- the atomic rotation -----------------------------------------------------------------------
 
@@ -419,9 +419,9 @@ class JSONLBackend(ClosesOnExit):
 
         A crash part-way is completed from the journal record by the next process to look.
         """
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             resolved = resolve_plan(plan, state.table, self._record_of(state))
-            tx = self._store.next_tx
+            tx = self._engine.next_tx
             reopened: list[str] = []
             for session_id in dict.fromkeys(plan.reopen):
                 cached = state.sessions.get(session_id)  # None: the session being created
@@ -455,7 +455,7 @@ class JSONLBackend(ClosesOnExit):
                 end=tuple(ending.items()),
                 entries=tuple(resolved.written),
             )
-            self._store.apply_plan(record)
+            self._engine.apply_plan(record)
             return resolved.written
 
     @staticmethod
@@ -484,26 +484,26 @@ class JSONLBackend(ClosesOnExit):
     @_wrapped
     def acquire_lease(self, resource: str, holder: str, *, ttl: timedelta, now: datetime) -> bool:
         """Take or renew an exclusive lease until ``now + ttl`` (shared by every process)."""
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             if not lease_is_free(state.leases.get(resource), holder, now):
                 return False
-            self._store.log(Lease(self._store.next_tx, resource, holder, now + ttl))
+            self._engine.log(Lease(self._engine.next_tx, resource, holder, now + ttl))
             return True
 
     @_wrapped
     def release_lease(self, resource: str, holder: str) -> None:
         """Release ``holder``'s lease on ``resource`` (no-op if it is not the holder)."""
-        with self._store.writing() as state:
+        with self._engine.writing() as state:
             current = state.leases.get(resource)
             if current is not None and current[0] == holder:
-                self._store.log(Release(self._store.next_tx, resource, holder))
+                self._engine.log(Release(self._engine.next_tx, resource, holder))
 
     # -- search ------------------------------------------------------------------------------------
 
     @_wrapped
     def search(self, query: SearchQuery) -> list[SearchHit]:
         """Search every message with the shared text engine (an index kept in memory)."""
-        with self._store.reading() as state:
+        with self._engine.reading() as state:
             return state.index.search(
                 query, lambda session_id: state.sessions[session_id].transcript
             )

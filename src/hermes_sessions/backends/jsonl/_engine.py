@@ -24,22 +24,22 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from typing import TYPE_CHECKING, Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Self
 
+import attrs
 import filelock
 
-from hermes_sessions.backends.jsonl._format import encode, parse_session_line
-from hermes_sessions.backends.jsonl._io import (
-    append_journal,
-    append_lines,
-    create_file,
-    fsync_dir,
-    make_private_dir,
-    read_chunk,
-    read_chunk_at,
-    replace_file,
-    temp_path,
-    truncate,
+from hermes_sessions.backends.jsonl._cache import (
+    Change,
+    SessionFile,
+    State,
+    apply_changes,
+    change_kinds,
+    load_session,
+    read_tail,
+    touched_sessions,
+    trailing_group,
 )
 from hermes_sessions.backends.jsonl._journal import (
     EMPTY_SNAPSHOT,
@@ -58,37 +58,32 @@ from hermes_sessions.backends.jsonl._journal import (
     read_snapshot,
     snapshot_lines,
 )
-from hermes_sessions.backends.jsonl._state import (
-    Kind,
-    Loaded,
-    SessionFile,
-    State,
-    Tail,
-    apply_lines,
-    apply_record,
-    load_session,
-    read_tail,
-    touched_sessions,
-    trailing_group,
+from hermes_sessions.backends.jsonl._lines import (
+    append_journal,
+    append_lines,
+    make_private_dir,
+    read_chunk,
+    read_chunk_at,
+    truncate,
 )
-from hermes_sessions.backends.rules import EntryTable
+from hermes_sessions.backends.jsonl._session_records import encode, parse_session_line
 from hermes_sessions.exceptions import (
     BackendClosedError,
     CorruptRecordError,
     LockTimeoutError,
     StorageError,
 )
+from hermes_sessions.files import PRIVATE_FILE, create_file, fsync_dir, replace_file, temp_path
 from hermes_sessions.ids import validate_session_id
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from datetime import datetime
-    from pathlib import Path
 
-    from hermes_sessions.backends.jsonl._format import SessionLine
     from hermes_sessions.backends.jsonl._journal import NewSession
+    from hermes_sessions.backends.jsonl._session_records import SessionLine
 
-__all__ = ["Store"]
+__all__ = ["JOURNAL", "SNAPSHOT", "DirectoryEngine"]
 
 _POLL_INTERVAL: Final = 0.002
 """Seconds between attempts on a contended directory lock (filelock polls)."""
@@ -99,58 +94,65 @@ SESSIONS: Final = "sessions"
 LOCK: Final = ".lock"
 
 
-Change = Loaded | Tail | None
-"""What catching up does to one cached session: reload it, extend it, or drop it (``None``)."""
+@attrs.define(eq=False, repr=False)  # the cache is no part of its repr
+class DirectoryEngine:
+    """One data directory: its files, its lock, and this process's cache of it.
 
-
-class Store:
-    """The directory, its lock and this process's cache of it.
-
-    :meth:`reading` and :meth:`writing` hold the store's mutex (threads) and, when needed, the
-    directory lock (processes) around every use of :attr:`state`.
+    Creating an engine creates the directory (and ``sessions/``) if missing, but reads nothing:
+    :meth:`open` catches up with the files. :meth:`reading` and :meth:`writing` hold the
+    engine's mutex (threads) and, when needed, the directory lock (processes) around every use
+    of :attr:`state`.
     """
 
-    def __init__(
-        self,
-        directory: Path,
-        *,
-        sync: bool,
-        lock_timeout: float,
-        compact_threshold: int,
-        open_now: bool = True,
-    ) -> None:
-        self.directory = directory
-        self.sessions_dir = directory / SESSIONS
-        self.journal_path = directory / JOURNAL
-        self.snapshot_path = directory / SNAPSHOT
-        self.sync_writes = sync
-        self.lock_timeout = lock_timeout
-        self.compact_threshold = compact_threshold
-        self.state = State()
-        self.closed = False
-        self._mutex = threading.RLock()
-        self._journal_fd: int | None = None
-        self._journal_ino = -1
-        self._journal_offset = 0
-        self._journal_line = 0
-        self._completed_tx = 0
-        make_private_dir(directory)
+    directory: Path
+    """The data directory."""
+    sync_writes: bool = attrs.field(kw_only=True)
+    """Whether writes are ``fsync``-ed before they return (``durability="full"``)."""
+    lock_timeout: float = attrs.field(kw_only=True)
+    """Seconds to wait for the directory lock before ``LockTimeoutError``."""
+    compact_threshold: int = attrs.field(kw_only=True)
+    """Journal records (at least) after which a write compacts the journal first."""
+    sessions_dir: Path = attrs.field(
+        init=False, default=attrs.Factory(lambda self: self.directory / SESSIONS, takes_self=True)
+    )
+    journal_path: Path = attrs.field(
+        init=False, default=attrs.Factory(lambda self: self.directory / JOURNAL, takes_self=True)
+    )
+    snapshot_path: Path = attrs.field(
+        init=False, default=attrs.Factory(lambda self: self.directory / SNAPSHOT, takes_self=True)
+    )
+    state: State = attrs.field(init=False, factory=State)
+    """The cache of the directory, exact as of the last catch-up."""
+    closed: bool = attrs.field(init=False, default=False)
+    _mutex: threading.RLock = attrs.field(init=False, factory=threading.RLock)
+    _lock: filelock.FileLock = attrs.field(init=False)
+    _journal_fd: int | None = attrs.field(init=False, default=None)
+    _journal_ino: int = attrs.field(init=False, default=-1)
+    _journal_offset: int = attrs.field(init=False, default=0)
+    _journal_line: int = attrs.field(init=False, default=0)
+    _completed_tx: int = attrs.field(init=False, default=0)
+
+    def __attrs_post_init__(self) -> None:
+        make_private_dir(self.directory)
         make_private_dir(self.sessions_dir)
         self._lock = filelock.FileLock(
-            directory / LOCK,
-            mode=0o600,
-            timeout=lock_timeout,
+            self.directory / LOCK,
+            mode=PRIVATE_FILE,
+            timeout=self.lock_timeout,
             thread_local=False,
             poll_interval=_POLL_INTERVAL,
         )
-        if open_now:
-            try:
-                with self._mutex, self.exclusive():
-                    self.initialize()
-                    self.sync()
-            except BaseException:
-                self.close()  # no descriptor outlives a failed open
-                raise
+
+    def open(self) -> Self:
+        """Create the journal of a new directory and catch up; close again if that fails."""
+        try:
+            with self._mutex, self.exclusive():
+                self.initialize()
+                self.sync()
+        except BaseException:
+            self.close()  # no descriptor outlives a failed open
+            raise
+        return self
 
     # -- locking -----------------------------------------------------------------------------------
 
@@ -316,7 +318,7 @@ class Store:
             changes = self._gather(records, base)
             if records and self._void_if_cut_short(records[-1], changes):
                 continue
-            self._apply(records, changes, base)
+            apply_changes(self.state, records, changes, base)
             self._journal_offset = chunk.end
             self._journal_line = chunk.last_line
             return
@@ -324,7 +326,7 @@ class Store:
     def _gather(self, records: list[JournalRecord], base: Snapshot | None) -> dict[str, Change]:
         """Phase one: read and check every session file the records (or the snapshot) changed."""
         changes: dict[str, Change] = {}
-        for session_id, kind in self._kinds(records, base).items():
+        for session_id, kind in change_kinds(self.state.sessions, records, base).items():
             cached = self.state.sessions.get(session_id)
             path = self.session_path(session_id)
             if kind == "drop":
@@ -341,68 +343,6 @@ class Store:
                         path=path,
                     ) from error
         return changes
-
-    def _kinds(self, records: list[JournalRecord], base: Snapshot | None) -> dict[str, Kind]:
-        sessions = self.state.sessions
-        kinds: dict[str, Kind] = {}
-        if base is not None:
-            for session_id, version in base.versions.items():
-                cached = sessions.get(session_id)
-                if cached is None or cached.version != version:
-                    kinds[session_id] = "reload"
-            kinds.update({sid: "drop" for sid in sessions if sid not in base.versions})
-        for record in records:
-            for session_id, kind in touched_sessions(record):
-                if kind == "tail":
-                    kinds.setdefault(session_id, "tail")
-                else:
-                    kinds[session_id] = kind
-        return kinds
-
-    def _apply(
-        self, records: list[JournalRecord], changes: dict[str, Change], base: Snapshot | None
-    ) -> None:
-        """Phase two: change the cache. Everything was checked, so nothing here can fail."""
-        state = self.state
-        if base is not None:
-            state.table = EntryTable()
-            for entry in base.entries:
-                state.table.put(entry)
-            state.leases = dict(base.leases)
-            state.last_tx = base.last_tx
-            state.journal_records = 0
-        for session_id, change in changes.items():
-            self._install(session_id, change, base)
-        voided = {record.tx for record in records if isinstance(record, Void)}
-        plans: dict[int, Plan] = {}
-        for record in records:
-            state.last_tx = max(state.last_tx, record.tx)
-            state.journal_records += 1
-            apply_record(state, record, voided, plans)
-
-    def _install(self, session_id: str, change: Change, base: Snapshot | None) -> None:
-        state = self.state
-        old = state.sessions.get(session_id)
-        if isinstance(change, Tail):
-            assert old is not None  # noqa: S101  # tails are read from cached files only
-            for message in apply_lines(old.transcript, (p[1] for p in change.parsed)):
-                state.index.add(message)
-            old.offset = change.chunk.end
-            old.lines = change.chunk.last_line
-            return
-        if old is not None:
-            for message_id in old.transcript.messages:
-                state.index.remove(session_id, message_id)
-            del state.sessions[session_id]
-        if change is not None:
-            fresh = change.session
-            if base is not None:
-                fresh.version = base.versions.get(session_id, 0)
-            elif old is not None:
-                fresh.version = old.version
-            state.sessions[session_id] = fresh
-            for message in fresh.transcript.messages.values():
-                state.index.add(message)
 
     # -- recovery ----------------------------------------------------------------------------------
 
@@ -506,7 +446,7 @@ class Store:
         return self.state.last_tx + 1
 
     def _journal_append(self, records: Sequence[JournalRecord]) -> None:
-        assert self._journal_fd is not None  # noqa: S101  # open while the store is
+        assert self._journal_fd is not None  # noqa: S101  # open while the engine is
         data = b"".join(encode(record.to_json()) for record in records)
         append_journal(self._journal_fd, data, sync=self.sync_writes)
 
@@ -602,7 +542,7 @@ class Store:
         header = encode(JournalHeader(state.last_tx).to_json())
         replace_file(self.journal_path, header, sync=self.sync_writes)
         fd = os.open(self.journal_path, os.O_RDWR | os.O_APPEND)
-        assert self._journal_fd is not None  # noqa: S101  # open while the store is
+        assert self._journal_fd is not None  # noqa: S101  # open while the engine is
         os.close(self._journal_fd)
         self._journal_fd = fd
         self._journal_ino = os.fstat(fd).st_ino

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
 
-from hermes_sessions.backends.jsonl._format import (
+from hermes_sessions.backends.jsonl._lines import read_chunk
+from hermes_sessions.backends.jsonl._session_records import (
     FORMAT_VERSION,
     End,
     Fields,
@@ -28,7 +29,6 @@ from hermes_sessions.backends.jsonl._format import (
     read_message,
     record_json,
 )
-from hermes_sessions.backends.jsonl._io import read_chunk
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.models import Message, SessionEntry, SessionRecord
 from hermes_sessions.serde import dump_datetime, unstructure
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
-    from hermes_sessions.backends.jsonl._io import Line
+    from hermes_sessions.backends.jsonl._lines import Line
     from hermes_sessions.models import JSONObject
 
 __all__ = [

@@ -18,27 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from hermes_sessions.backends.jsonl._engine import JOURNAL, SNAPSHOT, Store
-from hermes_sessions.backends.jsonl._format import (
-    Header,
-    MessageLine,
-    SessionLine,
-    encode,
-    parse_session_line,
+from hermes_sessions.backends.jsonl._cache import (
+    State,
+    apply_record,
+    load_session,
+    trailing_group,
 )
-from hermes_sessions.backends.jsonl._io import (
-    PRIVATE_FILE,
-    make_private_dir,
-    replace_file,
-    truncate,
-)
+from hermes_sessions.backends.jsonl._engine import JOURNAL, SNAPSHOT, DirectoryEngine
 from hermes_sessions.backends.jsonl._journal import (
     Commit,
     JournalHeader,
@@ -51,14 +43,17 @@ from hermes_sessions.backends.jsonl._journal import (
     parse_snapshot_line,
     snapshot_lines,
 )
-from hermes_sessions.backends.jsonl._state import (
-    State,
-    apply_record,
-    load_session,
-    trailing_group,
+from hermes_sessions.backends.jsonl._lines import make_private_dir, truncate
+from hermes_sessions.backends.jsonl._session_records import (
+    Header,
+    MessageLine,
+    SessionLine,
+    encode,
+    parse_session_line,
 )
-from hermes_sessions.backends.rules import EntryTable
+from hermes_sessions.backends.memtables import EntryTable
 from hermes_sessions.exceptions import CorruptRecordError
+from hermes_sessions.files import create_file, replace_file
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import SessionEntry, SessionRecord
 
@@ -117,7 +112,7 @@ class RepairReport:
 
 @attrs.define
 class _Repair:
-    store: Store
+    engine: DirectoryEngine
     backup_dir: Path
     dropped: list[DroppedLine] = attrs.Factory(list)
     moved: list[Path] = attrs.Factory(list)
@@ -133,16 +128,14 @@ class _Repair:
 
     def backup(self, path: Path, *, move: bool = False) -> None:
         """Copy (or move) ``path`` into the backup directory, keeping its relative place."""
-        target = self.backup_dir / path.relative_to(self.store.directory)
-        make_private_dir(self.store.directory / BACKUPS)
+        target = self.backup_dir / path.relative_to(self.engine.directory)
+        make_private_dir(self.engine.directory / BACKUPS)
         make_private_dir(self.backup_dir)
         make_private_dir(target.parent)
         if move:
             path.replace(target)
         else:
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
-            with os.fdopen(fd, "wb") as copy:
-                copy.write(path.read_bytes())
+            create_file(target, path.read_bytes(), exclusive=True)
         self.backed_up = True
 
     def rewrite(self, path: Path, lines: list[bytes]) -> None:
@@ -270,24 +263,24 @@ class _Repair:
             self.rewrite(path, [encode(fixed.to_json())] + [raw for raw, _ in body])
 
     def fix_lines(self) -> None:
-        store = self.store
-        for path in sorted(store.sessions_dir.glob("*.jsonl")):
+        engine = self.engine
+        for path in sorted(engine.sessions_dir.glob("*.jsonl")):
             try:
                 session_id = validate_session_id(path.stem)
             except ValueError:
                 continue
             self.fix_session(path, session_id)
-        if store.journal_path.exists():
-            self.fix_journal(store.journal_path)
-        if store.snapshot_path.exists():
-            self.fix_snapshot(store.snapshot_path)
+        if engine.journal_path.exists():
+            self.fix_journal(engine.journal_path)
+        if engine.snapshot_path.exists():
+            self.fix_snapshot(engine.snapshot_path)
 
     # -- pass two: the index -----------------------------------------------------------------------
 
     def on_disk(self, known: State | None) -> dict[str, SessionRecord]:
         """The record of every readable session file (those ``known`` holds are not re-read)."""
         found = {}
-        for path in sorted(self.store.sessions_dir.glob("*.jsonl")):
+        for path in sorted(self.engine.sessions_dir.glob("*.jsonl")):
             with contextlib.suppress(ValueError):
                 session_id = validate_session_id(path.stem)
                 cached = None if known is None else known.sessions.get(session_id)
@@ -298,28 +291,28 @@ class _Repair:
 
     def open_normally(self) -> State | None:
         """Open the directory the normal way (completing unfinished work); ``None`` if it fails."""
-        store = self.store
-        if not store.journal_path.exists():
-            if store.snapshot_path.exists():
+        engine = self.engine
+        if not engine.journal_path.exists():
+            if engine.snapshot_path.exists():
                 return None  # the journal is lost: salvage from the snapshot
-            self.rebuild_needed = any(store.sessions_dir.glob("*.jsonl"))
-            replace_file(store.journal_path, encode(JournalHeader(0).to_json()), sync=True)
+            self.rebuild_needed = any(engine.sessions_dir.glob("*.jsonl"))
+            replace_file(engine.journal_path, encode(JournalHeader(0).to_json()), sync=True)
             self.created_journal = True
         try:
-            store.initialize()
-            store.sync()
+            engine.initialize()
+            engine.sync()
         except CorruptRecordError:
             return None
-        return store.state
+        return engine.state
 
     def salvaged(self, disk: dict[str, SessionRecord]) -> State:
         """The index from whatever is readable, when the normal open failed."""
         self.rebuilt = True
-        store = self.store
+        engine = self.engine
         state = State()
         snapshot = None
         with contextlib.suppress(CorruptRecordError):
-            snapshot = store.read_snapshot()
+            snapshot = engine.read_snapshot()
         base = 0
         if snapshot is not None:
             for entry in snapshot.entries:
@@ -329,11 +322,11 @@ class _Repair:
         else:  # the entries before the journal are lost: derive them, then replay the journal
             self.rebuild_entries(state, disk)
         records: list[JournalRecord] = []
-        if store.journal_path.exists():
-            for number, raw in enumerate(store.journal_path.read_bytes().split(b"\n"), 1):
+        if engine.journal_path.exists():
+            for number, raw in enumerate(engine.journal_path.read_bytes().split(b"\n"), 1):
                 if not raw.strip():
                     continue
-                record = parse_journal(json.loads(raw), path=store.journal_path, line=number)
+                record = parse_journal(json.loads(raw), path=engine.journal_path, line=number)
                 if not isinstance(record, JournalHeader) and record.tx > base:
                     records.append(record)
         voided = {record.tx for record in records if isinstance(record, Void)}
@@ -349,7 +342,7 @@ class _Repair:
         """Whether the last record is a ``write`` whose lines did not all arrive (they are cut)."""
         if not isinstance(last, Write) or last.session not in disk:
             return False
-        path = self.store.session_path(last.session)
+        path = self.engine.session_path(last.session)
         count, start = trailing_group(load_session(path, last.session).parsed, last.tx)
         if count >= last.lines:
             return False
@@ -397,11 +390,11 @@ class _Repair:
         state.table = table
         if self.rebuild_needed:
             self.rebuild_entries(state, disk)
-        store = self.store
+        engine = self.engine
         self.rebuilt = self.rebuilt or self.rebuild_needed
         if self.backed_up or self.adopted or self.dropped_entries or self.rebuilt:
             for name in (JOURNAL, SNAPSHOT):
-                path = store.directory / name
+                path = engine.directory / name
                 fresh = name == JOURNAL and self.created_journal
                 if path.exists() and not fresh and not self.backed_up_path(path):
                     self.backup(path)
@@ -410,11 +403,11 @@ class _Repair:
         last_tx = state.last_tx + 1
         versions = dict.fromkeys(disk, last_tx)
         data = snapshot_lines(last_tx, state.table.listing(), state.leases, versions)
-        replace_file(store.snapshot_path, data, sync=True)
-        replace_file(store.journal_path, encode(JournalHeader(last_tx).to_json()), sync=True)
+        replace_file(engine.snapshot_path, data, sync=True)
+        replace_file(engine.journal_path, encode(JournalHeader(last_tx).to_json()), sync=True)
 
     def backed_up_path(self, path: Path) -> bool:
-        return (self.backup_dir / path.relative_to(self.store.directory)).exists()
+        return (self.backup_dir / path.relative_to(self.engine.directory)).exists()
 
     def report(self) -> RepairReport:
         return RepairReport(
@@ -431,13 +424,13 @@ def repair(directory: Path, *, lock_timeout: float) -> RepairReport:
     """Repair ``directory`` (see the module docstring): ``JSONLBackend.repair``."""
     if not directory.is_dir():
         raise FileNotFoundError(f"no data directory at {directory}")
-    store = Store(
-        directory, sync=True, lock_timeout=lock_timeout, compact_threshold=1, open_now=False
+    engine = DirectoryEngine(
+        directory, sync_writes=True, lock_timeout=lock_timeout, compact_threshold=1
     )
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-    fixer = _Repair(store, directory / BACKUPS / f"repair-{stamp}")
+    fixer = _Repair(engine, directory / BACKUPS / f"repair-{stamp}")
     try:
-        with store.exclusive():
+        with engine.exclusive():
             fixer.fix_lines()
             state = fixer.open_normally()
             disk = fixer.on_disk(state)
@@ -445,5 +438,5 @@ def repair(directory: Path, *, lock_timeout: float) -> RepairReport:
                 state = fixer.salvaged(disk)
             fixer.finish(state, disk)
     finally:
-        store.close()
+        engine.close()
     return fixer.report()

@@ -7,31 +7,12 @@ import stat
 from datetime import timedelta
 
 import pytest
+from jsonl_helpers import KEY, session_file
 
 from hermes_sessions.backends import JSONLBackend
 from hermes_sessions.exceptions import CorruptRecordError, StorageError
 from hermes_sessions.protocols import RotationPlan
 from hermes_sessions.testing._support import T0, entry_for, minutes, record, say, seed
-
-KEY = "agent:main:telegram:dm:1"
-
-
-@pytest.fixture
-def directory(tmp_path):
-    """The data directory of one test (not created yet)."""
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def backend(directory):
-    """A JSONL backend on ``directory``, closed afterwards."""
-    with JSONLBackend(directory) as opened:
-        yield opened
-
-
-def session_file(directory, session_id):
-    """Where a session's file lives."""
-    return directory / "sessions" / f"{session_id}.jsonl"
 
 
 def break_line(path, number, replacement=b"{not json"):

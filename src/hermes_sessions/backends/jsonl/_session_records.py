@@ -1,8 +1,8 @@
-"""The JSONL backend's line formats: writing lines, reading them strictly, session-file records.
+"""The JSONL backend's session-file records, and the line encoding every file shares.
 
 Every file the backend writes is JSON Lines: one JSON object per line, UTF-8, a newline after
 every line. Session files (``sessions/<id>.jsonl``) hold a :class:`Header` then
-:data:`SessionLine` records; the journal and snapshot records live in ``_jsonl_journal``.
+:data:`SessionLine` records; the journal and snapshot records live in ``_journal``.
 
 Every record carries the transaction number (``tx``) of the write that made it, so the lines of
 a session file can be matched with the journal record that announced them. Readers raise

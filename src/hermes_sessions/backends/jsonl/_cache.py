@@ -1,7 +1,7 @@
 """The JSONL backend's in-memory cache, and how file lines and journal records change it.
 
 :class:`State` is one process's cache of a whole directory. A :class:`SessionFile` is the
-shared :class:`~hermes_sessions.backends.rules.Transcript` of one
+shared :class:`~hermes_sessions.backends.memtables.Transcript` of one
 session plus how far its file has been read. Reading happens in two phases so that a malformed
 file never leaves the cache half-updated: :func:`load_session` and :func:`read_tail` parse and
 check everything (raising ``CorruptRecordError`` with the file and line), then
@@ -16,18 +16,6 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from hermes_sessions.backends.jsonl._format import (
-    Active,
-    End,
-    Header,
-    MessageLine,
-    Orphan,
-    Reopen,
-    SessionLine,
-    Update,
-    parse_session_line,
-)
-from hermes_sessions.backends.jsonl._io import Chunk, Line, read_chunk
 from hermes_sessions.backends.jsonl._journal import (
     Commit,
     Create,
@@ -40,26 +28,44 @@ from hermes_sessions.backends.jsonl._journal import (
     Remove,
     Rewrite,
     Touch,
+    Void,
     Write,
 )
-from hermes_sessions.backends.rules import EntryTable, MessageIndex, Transcript, apply_update
+from hermes_sessions.backends.jsonl._lines import Chunk, Line, read_chunk
+from hermes_sessions.backends.jsonl._session_records import (
+    Active,
+    End,
+    Header,
+    MessageLine,
+    Orphan,
+    Reopen,
+    SessionLine,
+    Update,
+    parse_session_line,
+)
+from hermes_sessions.backends.memtables import EntryTable, MessageIndex, Transcript
+from hermes_sessions.backends.rules import apply_update
 from hermes_sessions.exceptions import CorruptRecordError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
+    from hermes_sessions.backends.jsonl._journal import Snapshot
     from hermes_sessions.models import Message
 
 __all__ = [
+    "Change",
     "Kind",
     "Loaded",
     "Parsed",
     "SessionFile",
     "State",
     "Tail",
+    "apply_changes",
     "apply_lines",
     "apply_record",
+    "change_kinds",
     "load_session",
     "read_tail",
     "touched_sessions",
@@ -240,6 +246,10 @@ class State:
 
 
 Kind = Literal["tail", "reload", "drop"]
+"""How a reader catches up with one session file: read its tail, read it whole, or forget it."""
+
+Change = Loaded | Tail | None
+"""What catching up does to one cached session: reload it, extend it, or drop it (``None``)."""
 
 
 def touched_sessions(record: JournalRecord) -> list[tuple[str, Kind]]:
@@ -304,3 +314,74 @@ def apply_record(  # noqa: C901, PLR0912  # one branch per record type
 def _touch_session(table: EntryTable, session_id: str, at: datetime) -> None:
     for key in list(table.keys_of(session_id)):
         table.touch(key, at)
+
+
+# -- catching up: which files changed, then one step that cannot fail ----------------------------
+
+
+def change_kinds(
+    sessions: dict[str, SessionFile], records: list[JournalRecord], base: Snapshot | None
+) -> dict[str, Kind]:
+    """How to catch up with each session file that ``records`` (or a new ``base``) changed."""
+    kinds: dict[str, Kind] = {}
+    if base is not None:
+        for session_id, version in base.versions.items():
+            cached = sessions.get(session_id)
+            if cached is None or cached.version != version:
+                kinds[session_id] = "reload"
+        kinds.update({sid: "drop" for sid in sessions if sid not in base.versions})
+    for record in records:
+        for session_id, kind in touched_sessions(record):
+            if kind == "tail":
+                kinds.setdefault(session_id, "tail")
+            else:
+                kinds[session_id] = kind
+    return kinds
+
+
+def apply_changes(
+    state: State, records: list[JournalRecord], changes: dict[str, Change], base: Snapshot | None
+) -> None:
+    """Change the cache: the snapshot ``base`` (if any), the files read, then the records.
+
+    Everything was read and checked before, so nothing here can fail.
+    """
+    if base is not None:
+        state.table = EntryTable()
+        for entry in base.entries:
+            state.table.put(entry)
+        state.leases = dict(base.leases)
+        state.last_tx = base.last_tx
+        state.journal_records = 0
+    for session_id, change in changes.items():
+        _install(state, session_id, change, base)
+    voided = {record.tx for record in records if isinstance(record, Void)}
+    plans: dict[int, Plan] = {}
+    for record in records:
+        state.last_tx = max(state.last_tx, record.tx)
+        state.journal_records += 1
+        apply_record(state, record, voided, plans)
+
+
+def _install(state: State, session_id: str, change: Change, base: Snapshot | None) -> None:
+    old = state.sessions.get(session_id)
+    if isinstance(change, Tail):
+        assert old is not None  # noqa: S101  # tails are read from cached files only
+        for message in apply_lines(old.transcript, (p[1] for p in change.parsed)):
+            state.index.add(message)
+        old.offset = change.chunk.end
+        old.lines = change.chunk.last_line
+        return
+    if old is not None:
+        for message_id in old.transcript.messages:
+            state.index.remove(session_id, message_id)
+        del state.sessions[session_id]
+    if change is not None:
+        fresh = change.session
+        if base is not None:
+            fresh.version = base.versions.get(session_id, 0)
+        elif old is not None:
+            fresh.version = old.version
+        state.sessions[session_id] = fresh
+        for message in fresh.transcript.messages.values():
+            state.index.add(message)

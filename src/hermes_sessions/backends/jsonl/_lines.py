@@ -1,15 +1,14 @@
-"""File primitives of the JSONL backend: private files, whole-line appends, atomic rewrites.
+"""Line I/O of the JSONL backend: complete lines read, whole lines appended, private directories.
 
 * Appends write whole lines with one ``write()`` on an ``O_APPEND`` descriptor (continued only
   if the kernel wrote less, which regular files do only when the disk fills up); a failure
   part-way truncates the file back to where the append started.
-* Rewrites go through a temporary file in the same directory: write, ``fsync``, ``rename`` over
-  the target, ``fsync`` the directory.
 * Reads return complete lines only; bytes after the last newline are a *torn* tail (a write cut
   short by a crash), reported but never parsed.
 
-Every file is created ``0600`` and every directory ``0700``. ``sync=False`` skips the
-``fsync`` calls (the ``durability="normal"`` mode).
+Files are created and replaced atomically through :mod:`hermes_sessions.files` (mode ``0600``);
+every directory is created ``0700``. ``sync=False`` skips the ``fsync`` calls (the
+``durability="normal"`` mode).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from hermes_sessions.exceptions import CorruptRecordError, StorageError
-from hermes_sessions.files import fsync_dir
+from hermes_sessions.files import write_all
 from hermes_sessions.models import JSONObject
 
 if TYPE_CHECKING:
@@ -30,24 +29,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PRIVATE_DIR",
-    "PRIVATE_FILE",
     "Chunk",
     "Line",
     "append_journal",
     "append_lines",
-    "create_file",
-    "fsync_dir",
     "make_private_dir",
     "parse_chunk",
     "read_chunk",
     "read_chunk_at",
-    "replace_file",
-    "temp_path",
     "truncate",
 ]
 
-PRIVATE_FILE: Final = 0o600
 PRIVATE_DIR: Final = 0o700
+"""The mode of every directory the backend creates."""
 
 
 @attrs.frozen
@@ -124,19 +118,6 @@ def read_chunk_at(fd: int, path: Path, *, offset: int, first_line: int) -> Chunk
     return parse_chunk(b"".join(parts), offset=offset, first_line=first_line, path=path)
 
 
-def _write_all(fd: int, data: bytes, start: int) -> None:
-    """Write ``data`` at the end of ``fd``; on failure, cut the file back to ``start``."""
-    view = memoryview(data)
-    written = 0
-    try:
-        while written < len(data):
-            written += os.write(fd, view[written:])
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, start)
-        raise
-
-
 def append_lines(path: Path, data: bytes, *, expected_size: int, sync: bool) -> None:
     """Append whole lines to an existing file that must be ``expected_size`` bytes long.
 
@@ -151,7 +132,7 @@ def append_lines(path: Path, data: bytes, *, expected_size: int, sync: bool) -> 
                 f"{path} is {size} bytes, {expected_size} expected: another program is writing "
                 "to it; stop it, then run JSONLBackend.repair()"
             )
-        _write_all(fd, data, size)
+        write_all(fd, data, start=size)
         if sync:
             os.fsync(fd)
     finally:
@@ -160,41 +141,9 @@ def append_lines(path: Path, data: bytes, *, expected_size: int, sync: bool) -> 
 
 def append_journal(fd: int, data: bytes, *, sync: bool) -> None:
     """Append whole lines to the journal through its open ``O_APPEND`` descriptor."""
-    _write_all(fd, data, os.fstat(fd).st_size)
+    write_all(fd, data, start=os.fstat(fd).st_size)
     if sync:
         os.fsync(fd)
-
-
-def _write_file(path: Path, data: bytes, *, sync: bool) -> None:
-    """Create (or overwrite) ``path`` with ``data``, private; ``fsync`` it with ``sync``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-    try:
-        _write_all(fd, data, 0)
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def create_file(path: Path, data: bytes, *, sync: bool) -> None:
-    """Create (or overwrite) ``path`` with ``data``, private, and make it durable."""
-    _write_file(path, data, sync=sync)
-    if sync:
-        fsync_dir(path.parent)
-
-
-def temp_path(path: Path) -> Path:
-    """The temporary file a rewrite of ``path`` goes through (hidden, never a session id)."""
-    return path.with_name(f".{path.name}.tmp")
-
-
-def replace_file(path: Path, data: bytes, *, sync: bool) -> None:
-    """Replace ``path`` atomically: temp file, ``fsync``, ``rename``, ``fsync`` the directory."""
-    temporary = temp_path(path)
-    _write_file(temporary, data, sync=sync)
-    temporary.replace(path)
-    if sync:
-        fsync_dir(path.parent)
 
 
 def truncate(path: Path, size: int, *, sync: bool) -> None:

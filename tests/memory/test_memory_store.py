@@ -1,4 +1,4 @@
-"""The memory-file store: format, limits, matching, drift, locking, atomic writes and snapshots."""
+"""The memory-file store: limits, matching, drift, locking, atomic writes and snapshots."""
 
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ from pathlib import Path
 import attrs
 import filelock
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import hermes_sessions
+from hermes_sessions import files
 from hermes_sessions.exceptions import (
     AmbiguousMemoryMatchError,
     InvalidMemoryContentError,
@@ -34,12 +33,10 @@ from hermes_sessions.exceptions import (
 from hermes_sessions.memory import (
     DEFAULT_MEMORY_CHAR_LIMIT,
     DEFAULT_USER_CHAR_LIMIT,
-    ENTRY_DELIMITER,
     MemoryResult,
     MemoryStore,
     entries_usage,
     parse_entries,
-    render_entries,
 )
 from hermes_sessions.memory import _store as memory_module
 from hermes_sessions.memory._format import drift_reason
@@ -47,7 +44,9 @@ from hermes_sessions.paths import HOME_ENV_VAR
 from hermes_sessions.testing import FrozenClock
 from hermes_sessions.threats import DEFAULT_SCANNER
 
-FIXTURE = Path(__file__).parent / "fixtures" / "hermes-profile-a"  # copied from Hermes, unchanged
+FIXTURE = (
+    Path(__file__).parent.parent / "fixtures" / "hermes-profile-a"
+)  # copied from Hermes, unchanged
 
 
 class NaiveClock:
@@ -90,62 +89,7 @@ def child_env():
     return env
 
 
-# -- the format ------------------------------------------------------------------------------------
-
-
-def test_parse_splits_on_the_full_delimiter_only():
-    """Entries split on a line holding only '§'; a '§' inside a line or an entry stays."""
-    text = "price § 5\nsecond line\n§\n§ leading sign\n§\nlast §"
-    assert parse_entries(text) == ("price § 5\nsecond line", "§ leading sign", "last §")
-
-
-def test_parse_strips_drops_empty_and_duplicate_entries():
-    """Entries are stripped; empty ones and exact duplicates (the later copy) are dropped."""
-    text = "  one  \n§\n\n§\n   \n§\ntwo\n§\none\n§\nOne"
-    assert parse_entries(text) == ("one", "two", "One")
-
-
-def test_parse_ignores_editor_artefacts():
-    """A byte-order mark and CRLF line endings do not change the entries."""
-    assert parse_entries("\ufeffa\r\n§\r\nb\rc") == ("a", "b\nc")
-
-
-def test_render_joins_without_trailing_newline():
-    """A file is its entries joined by the delimiter, nothing more."""
-    assert render_entries(["a", "b"]) == "a\n§\nb"
-    assert ENTRY_DELIMITER == "\n§\n"
-
-
-def test_usage_counts_the_delimiters():
-    """Usage is the length of the entries joined by the three-character delimiter."""
-    assert entries_usage([]) == 0
-    assert entries_usage(["abcd"]) == 4
-    assert entries_usage(["abcd", "efgh"]) == 11
-    assert entries_usage(["中文", "한국어"]) == 8
-
-
-valid_entry = st.text(min_size=1, max_size=40).filter(
-    lambda s: (
-        s == s.strip() and "\r" not in s and not s.startswith("\ufeff") and "§" not in s.split("\n")
-    )
-)
-
-
-@settings(deadline=None, max_examples=200)
-@given(st.lists(valid_entry, unique=True, max_size=8))
-def test_valid_entries_round_trip(entries):
-    """Any list of clean, distinct entries renders to a file that parses back to it."""
-    rendered = render_entries(entries)
-    assert parse_entries(rendered) == tuple(entries)
-    assert drift_reason(rendered.encode("utf-8"), 10_000) is None
-
-
-@settings(deadline=None, max_examples=200)
-@given(st.text(max_size=200))
-def test_parsing_is_idempotent(text):
-    """Parsing what was rendered from a parse changes nothing, whatever the input."""
-    entries = parse_entries(text)
-    assert parse_entries(render_entries(entries)) == entries
+# -- real Hermes files ---------------------------------------------------------------------------
 
 
 def test_real_hermes_memory_files_parse():
@@ -470,13 +414,6 @@ def test_previews_are_short(store):
     assert "\n" not in info.value.previews[0]
 
 
-def test_several_identical_matches_take_the_first():
-    """When every match is the same text, the first one is the match."""
-    from hermes_sessions.memory._format import _find  # noqa: PLC0415
-
-    assert _find(["no", "same x", "same x", "other"], "x", target="memory", action="remove") == 1
-
-
 def test_replace_checks_the_budget_with_the_replacement_in_place(directory):
     """A replacement that would pass the limit is refused with the usage it would need."""
     store = MemoryStore(directory, memory_char_limit=20)
@@ -782,10 +719,10 @@ def test_a_failed_backup_is_a_storage_error(store, monkeypatch):
     """A backup that cannot be written refuses with StorageError, never without a backup."""
     hand_write(store.path("memory"), "a\n§\n\n§\nb")
 
-    def denied(path, _data):
+    def denied(path, _data, **_options):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(memory_module, "_write_new_file", denied)
+    monkeypatch.setattr(memory_module, "create_file", denied)
     with pytest.raises(StorageError, match="backup"):
         store.add("memory", "x")
 
@@ -797,7 +734,7 @@ def test_a_failed_directory_sync_after_a_backup_is_a_storage_error(store, monkey
     def failing(_directory):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(memory_module, "fsync_dir", failing)
+    monkeypatch.setattr(files, "fsync_dir", failing)
     with pytest.raises(StorageError, match="backup"):
         store.add("memory", "x")
 
@@ -851,21 +788,22 @@ def test_eight_processes_adding_at_once_lose_nothing(directory):
 
 WRITE_FOREVER = """
 import sys
-from hermes_sessions.memory import _store as memory
+from hermes_sessions import files
+from hermes_sessions.memory import MemoryStore
 
 # Announce the two moments that matter, so the parent can kill inside the write itself.
-write_new_file, fsync_directory = memory._write_new_file, memory.fsync_dir
+write_file, fsync_directory = files.write_file, files.fsync_dir
 
-def announce_write(path, data):
+def announce_write(path, data, **options):
     print("writing-temporary", flush=True)
-    write_new_file(path, data)
+    write_file(path, data, **options)
 
 def announce_rename(directory):
     print("renamed", flush=True)
     fsync_directory(directory)
 
-memory._write_new_file, memory.fsync_dir = announce_write, announce_rename
-store = memory.MemoryStore(sys.argv[1], memory_char_limit=1_000_000)
+files.write_file, files.fsync_dir = announce_write, announce_rename
+store = MemoryStore(sys.argv[1], memory_char_limit=1_000_000)
 number = 0
 while True:
     store.add("memory", f"entry {number} " + "x" * 3000)

@@ -86,7 +86,7 @@ class _Demo:
             LIN_DM, "帮我看看 staging 的 docker compose 配置", "好的，端口 8443 被占用了。"
         )
         self.clock.advance(minutes=5)
-        self.turn(LIN_DM, "怎么释放端口？", "先停掉旧的 youer 容器。")
+        self.turn(LIN_DM, "怎么释放端口？", "先停掉旧的 youer 容器，再重新部署。")
         self.store.set_title(first.session_id, "staging 排查")
         self.say("  /title staging 排查")
 
@@ -151,3 +151,12 @@ def run_demo(
     if backend == "sqlite":
         advice = "'SELECT id, title, end_reason FROM sessions'"
         out.write(f"Look inside with: sqlite3 {home / 'state.db'} {advice}\n")
+    out.write("\nTry the command line on it:\n")
+    commands = ("list --all", "show " + _first_id(home, backend), "search 部署")
+    out.writelines(f"  hermes-sessions --home {home} {command}\n" for command in commands)
+
+
+def _first_id(home: Path, backend: Literal["sqlite", "jsonl"]) -> str:
+    """The id of the most recently active session of the demo store (for ``show``)."""
+    with SessionStore.open(home, backend=backend) as store:
+        return store.list_sessions(limit=1).items[0].record.id

@@ -1,0 +1,208 @@
+"""The ``hermes-sessions`` command line (``docs/cli.md``).
+
+Every command works on one home directory (``--home``, default
+:func:`~hermes_sessions.paths.default_home`) and its backend, detected from what the home holds
+unless ``--backend`` says. Read-only commands never create a store. User errors print one line and
+exit with status 2; ``check`` exits with 1 when it finds a problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hermes_sessions._version import __version__
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import TextIO
+
+    from hermes_sessions.store import SessionStore
+
+__all__ = ["main"]
+
+_READ_ONLY = frozenset({"list", "show", "search", "stats", "check"})
+
+
+def _filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source", action="append", help="only this platform (repeatable)")
+    parser.add_argument("--user", help="only sessions of this user id")
+    parser.add_argument("--key", help="only sessions of this session key")
+    parser.add_argument("--since", help="from this time: ISO date/datetime or an age such as 7d")
+    parser.add_argument("--until", help="before this time: ISO date/datetime or an age")
+
+
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    text: str,
+    *,
+    json_output: bool = True,
+) -> argparse.ArgumentParser:
+    parser = commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+    if json_output:
+        parser.add_argument("--json", action="store_true", help="print JSON (docs/cli.md)")
+    return parser
+
+
+def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per option
+    parser = argparse.ArgumentParser(
+        prog="hermes-sessions",
+        description="Inspect, search and manage hermes-sessions data.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--home", type=Path, help="the data directory (default: the user's)")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "jsonl"),
+        help="storage backend (default: detected from the home; sqlite for a new one)",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    demo = commands.add_parser(
+        "demo",
+        help="play a scripted conversation on a temporary store",
+        description="Play a short scripted conversation (a Feishu DM, a group, a thread, an "
+        "idle reset, /new, /resume, /undo and searches) and print each step.",
+    )
+    demo.add_argument(
+        "--home",
+        dest="demo_home",
+        type=Path,
+        help="keep the demo data in DIR (default: a new temporary directory)",
+    )
+    demo.add_argument(
+        "--backend",
+        dest="demo_backend",
+        choices=("sqlite", "jsonl", "memory"),
+        default="sqlite",
+        help="storage backend (default: sqlite, the embedded default)",
+    )
+    listing = _command(commands, "list", "list sessions, most recently active first")
+    _filters(listing)
+    listing.add_argument("--all", action="store_true", help="include ended and archived ones")
+    listing.add_argument("--limit", type=_positive, default=50, help="at most N (default 50)")
+    show = _command(commands, "show", "print a session's transcript")
+    show.add_argument("id", help="session id or a unique prefix of one")
+    show.add_argument("--inactive", action="store_true", help="include soft-deleted messages")
+    search = _command(commands, "search", "search messages across sessions")
+    search.add_argument("query", help="the query (docs/search.md: AND, OR, NOT, phrases, CJK)")
+    _filters(search)
+    search.add_argument("--limit", type=_positive, default=20, help="at most N hits (default 20)")
+    rename = _command(commands, "rename", "set a session's title")
+    rename.add_argument("id")
+    rename.add_argument("title", help="the new title ('' removes it)")
+    archive = _command(commands, "archive", "archive a session (hidden from list)")
+    archive.add_argument("id")
+    archive.add_argument("--undo", action="store_true", help="unarchive instead")
+    delete = _command(commands, "delete", "delete a session that no key points to")
+    delete.add_argument("id")
+    prune = _command(commands, "prune", "delete ended sessions older than a cutoff")
+    prune.add_argument("--older-than", required=True, help="age such as 90d, 12h or 2w")
+    prune.add_argument("--source", action="append", help="only this platform (repeatable)")
+    prune.add_argument("--yes", action="store_true", help="really delete (default: dry run)")
+    erase = _command(commands, "erase-user", "erase one user's data on one platform")
+    erase.add_argument("platform")
+    erase.add_argument("user", help="the user's platform id")
+    erase.add_argument("--yes", action="store_true", help="really erase (default: dry run)")
+    export = _command(commands, "export", "write sessions to a bundle file")
+    export.add_argument("file", help="the bundle to write, or - for standard output")
+    export.add_argument("--session", action="append", help="only this session (repeatable)")
+    export.add_argument("--memory", action="store_true", help="include the memory files")
+    imported = _command(commands, "import", "read a bundle, merging by id")
+    imported.add_argument("file", help="the bundle to read, or - for standard input")
+    imported.add_argument("--memory", action="store_true", help="also import memory entries")
+    hermes = _command(commands, "import-hermes", "import a Hermes profile (read-only on it)")
+    hermes.add_argument("hermes_home", type=Path, help="the Hermes home, usually ~/.hermes")
+    hermes.add_argument("--timezone", help="the profile's IANA zone (default: the host's)")
+    _command(commands, "stats", "counts of sessions, messages and keys")
+    _command(commands, "check", "check storage integrity and the library's invariants")
+    _command(commands, "optimize", "run the backend's maintenance")
+    memory = _command(commands, "memory", "show or edit the memory files")
+    memory.add_argument("action", choices=("show", "add", "remove"))
+    memory.add_argument("target", nargs="?", choices=("memory", "user"))
+    memory.add_argument("text", nargs="?", help="the entry to add, or text of one to remove")
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
+def _handlers() -> dict[str, Callable[[SessionStore, argparse.Namespace, TextIO], int]]:
+    from hermes_sessions.cli import _manage, _read  # noqa: PLC0415  # keeps --help fast
+
+    return {
+        "list": _read.cmd_list,
+        "show": _read.cmd_show,
+        "search": _read.cmd_search,
+        "stats": _read.cmd_stats,
+        "check": _read.cmd_check,
+        "rename": _manage.cmd_rename,
+        "archive": _manage.cmd_archive,
+        "delete": _manage.cmd_delete,
+        "prune": _manage.cmd_prune,
+        "erase-user": _manage.cmd_erase_user,
+        "export": _manage.cmd_export,
+        "import": _manage.cmd_import,
+        "import-hermes": _manage.cmd_import_hermes,
+        "optimize": _manage.cmd_optimize,
+    }
+
+
+def _play_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from hermes_sessions.cli._demo import run_demo  # noqa: PLC0415  # keeps --help fast
+
+    home = args.demo_home or args.home or Path(tempfile.mkdtemp(prefix="hermes-sessions-demo-"))
+    if home.exists() and any(home.iterdir()):
+        parser.error(f"--home {home} is not empty; the demo needs a new or empty directory")
+    run_demo(home, sys.stdout, backend=args.demo_backend)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hermes_sessions.cli._home import open_store  # noqa: PLC0415
+    from hermes_sessions.cli._manage import cmd_memory  # noqa: PLC0415
+    from hermes_sessions.cli._output import UsageError  # noqa: PLC0415
+    from hermes_sessions.paths import default_home  # noqa: PLC0415
+
+    args.home = args.home if args.home is not None else default_home()
+    if args.command == "memory":
+        if args.action != "show" and (args.target is None or not args.text):
+            raise UsageError(f"memory {args.action} needs a TARGET (memory or user) and a TEXT")
+        if args.action == "show" and not (args.home / "memories").is_dir():
+            raise UsageError(f"no memory files in {args.home / 'memories'}")
+        return cmd_memory(args, sys.stdout)
+    read_only = args.command in _READ_ONLY
+    with open_store(args.home, args.backend, create=not read_only) as store:
+        return _handlers()[args.command](store, args, sys.stdout)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.command == "demo":
+        return _play_demo(parser, args)
+    from hermes_sessions.cli._output import UsageError  # noqa: PLC0415
+    from hermes_sessions.exceptions import HermesSessionsError  # noqa: PLC0415
+
+    try:
+        return _run(args)
+    except (UsageError, HermesSessionsError, OSError) as error:
+        message = " ".join(str(error).split()) or type(error).__name__
+        sys.stderr.write(f"hermes-sessions {args.command}: {message}\n")
+        return 2
+    except BrokenPipeError:  # pragma: no cover  # `| head` closed the pipe
+        return 0

@@ -1,0 +1,40 @@
+"""Finding the store in a home directory: which backend, and never creating one by reading."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from hermes_sessions.cli._output import UsageError
+from hermes_sessions.store import SessionStore
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["BackendName", "detect_backend", "open_store"]
+
+BackendName = Literal["sqlite", "jsonl"]
+
+
+def detect_backend(home: Path) -> BackendName | None:
+    """``sqlite`` if ``home`` holds ``state.db``, ``jsonl`` if it holds a JSONL store, else None."""
+    if (home / "state.db").is_file():
+        return "sqlite"
+    if (home / "journal.jsonl").is_file() or (home / "routing.jsonl").is_file():
+        return "jsonl"
+    return None
+
+
+def open_store(home: Path, backend: BackendName | None, *, create: bool) -> SessionStore:
+    """Open the store under ``home``; unless ``create``, a home without one is a usage error."""
+    found = detect_backend(home)
+    if backend is not None and found is not None and backend != found:
+        raise UsageError(f"{home} holds a {found} store, not {backend}; drop --backend {backend}")
+    kind = backend or found
+    if kind is None or (found is None and not create):
+        if not create:
+            raise UsageError(
+                f"no hermes-sessions store in {home}; pass --home DIR, or create one with "
+                "`hermes-sessions import` or `hermes-sessions import-hermes`"
+            )
+        kind = "sqlite"
+    return SessionStore.open(home, backend=kind)

@@ -1,0 +1,247 @@
+"""The commands that change a store or the memory files.
+
+rename, archive, delete, prune, erase-user, export, import, import-hermes, optimize, memory.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hermes_sessions.cli._output import UsageError, parse_duration, progress_printer
+from hermes_sessions.cli._read import emit, resolve
+from hermes_sessions.queries import SessionQuery
+
+if TYPE_CHECKING:
+    import argparse
+    from typing import IO, TextIO
+
+    from hermes_sessions.memory import MemoryStore
+    from hermes_sessions.store import SessionStore
+
+__all__ = [
+    "cmd_archive",
+    "cmd_delete",
+    "cmd_erase_user",
+    "cmd_export",
+    "cmd_import",
+    "cmd_import_hermes",
+    "cmd_memory",
+    "cmd_optimize",
+    "cmd_prune",
+    "cmd_rename",
+    "memory_store",
+]
+
+
+def memory_store(home: Path) -> MemoryStore:
+    """The memory files of ``home`` (``<home>/memories``)."""
+    from hermes_sessions.memory import MemoryStore  # noqa: PLC0415  # loads the threat scanner
+
+    return MemoryStore(home / "memories")
+
+
+def _done(args: argparse.Namespace, out: TextIO, value: dict[str, Any], text: str) -> int:
+    if args.json:
+        emit(out, value)
+    else:
+        out.write(text + "\n")
+    return 0
+
+
+def cmd_rename(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Set a session's title (sanitised; unique per owner)."""
+    record = store.set_title(resolve(store, args.id).id, args.title or None)
+    return _done(
+        args, out, {"id": record.id, "title": record.title}, f"{record.id}: {record.title}"
+    )
+
+
+def cmd_archive(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Archive a session (or bring it back with ``--undo``)."""
+    record = resolve(store, args.id)
+    updated = store.backend.update_session(record.id, values={"archived": not args.undo})
+    state = "archived" if updated.archived else "unarchived"
+    return _done(args, out, {"id": record.id, "archived": updated.archived}, f"{record.id} {state}")
+
+
+def cmd_delete(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Delete a session no key points to (its children are orphaned, not deleted)."""
+    record = resolve(store, args.id)
+    keys = [entry.session_key for entry in store.backend.entries(session_id=record.id)]
+    if keys:
+        raise UsageError(
+            f"{record.id} is the current session of {', '.join(keys)}; end it first "
+            "(a new message or /new moves the key on) or archive it instead"
+        )
+    store.backend.delete_session(record.id)
+    return _done(args, out, {"deleted": record.id}, f"{record.id} deleted")
+
+
+def cmd_prune(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Delete ended sessions older than ``--older-than`` (a dry run unless ``--yes``)."""
+    report = store.prune(
+        parse_duration(args.older_than),
+        dry_run=not args.yes,
+        sources=args.source or None,
+    )
+    verb = "would delete" if report.dry_run else "deleted"
+    text = f"{verb} {len(report.session_ids)} session(s), {report.messages} message(s)"
+    if report.dry_run and report.session_ids:
+        text += "; run again with --yes to delete them"
+    value = {
+        "dry_run": report.dry_run,
+        "sessions": list(report.session_ids),
+        "messages": report.messages,
+        "bytes": report.bytes,
+    }
+    return _done(args, out, value, text)
+
+
+def cmd_erase_user(  # noqa: C901  # dry run and erase share one walk over the sessions
+    store: SessionStore, args: argparse.Namespace, out: TextIO
+) -> int:
+    """Erase one user's sessions and messages on one platform (a dry run unless ``--yes``)."""
+    backend = store.backend
+    owned: list[str] = []
+    shared: dict[str, list[int]] = {}
+    query = SessionQuery(sources=(args.platform,), limit=None)
+    for item in backend.list_sessions(query).items:
+        record = item.record
+        transcript = backend.get_messages(record.id, include_inactive=True)
+        others = {m.sender_id for m in transcript} - {None, args.user}
+        if record.user_id == args.user and not others:
+            owned.append(record.id)
+            continue
+        sent = [m.id or 0 for m in transcript if m.sender_id == args.user]
+        if sent or record.user_id == args.user:
+            shared[record.id] = sent
+    keys = [e.session_key for sid in owned for e in backend.entries(session_id=sid)]
+    if args.yes:
+        for session_id in owned:
+            for entry in backend.entries(session_id=session_id):
+                backend.delete_entry(entry.session_key, expected_revision=entry.revision)
+            backend.delete_session(session_id)
+        for session_id, ids in shared.items():
+            if ids:
+                backend.delete_messages(session_id, ids)
+            _forget_owner(store, session_id, args.user)
+        scrub = getattr(backend, "scrub", None)
+        if callable(scrub):
+            scrub()
+    messages = sum(len(ids) for ids in shared.values())
+    verb = "erased" if args.yes else "would erase"
+    text = (
+        f"{verb} {len(owned)} session(s), {messages} message(s) in {len(shared)} shared "
+        f"session(s) and {len(keys)} routing key(s) of {args.platform} user {args.user}"
+    )
+    if not args.yes:
+        text += "; run again with --yes to erase"
+    value = {
+        "dry_run": not args.yes,
+        "platform": args.platform,
+        "user": args.user,
+        "sessions": owned,
+        "messages": messages,
+        "keys": keys,
+    }
+    return _done(args, out, value, text)
+
+
+def _forget_owner(store: SessionStore, session_id: str, user: str) -> None:
+    current = store.backend.get_session(session_id)
+    if current is not None and current.user_id == user:
+        store.backend.update_session(session_id, values={"user_id": None})
+
+
+def cmd_export(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Write a bundle to FILE or ``-`` (standard output)."""
+    from hermes_sessions.interop import export_bundle  # noqa: PLC0415
+
+    ids = [resolve(store, target).id for target in args.session] if args.session else None
+    memory = memory_store(args.home) if args.memory else None
+    progress = progress_printer("exporting")
+    target: Path | IO[str] = sys.stdout if args.file == "-" else Path(args.file)
+    report = export_bundle(store, target, session_ids=ids, memory=memory, progress=progress)
+    if args.file == "-":
+        return 0
+    text = (
+        f"exported {len(report.sessions)} session(s), {report.messages} message(s) to {args.file}"
+    )
+    return _done(args, out, report.to_dict(), text)
+
+
+def _problems_text(problems: list[dict[str, Any]]) -> str:
+    return "".join(f"\n  {p['kind']}: {p['where']}: {p['detail']}" for p in problems)
+
+
+def cmd_import(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Read a bundle from FILE or ``-`` (standard input), merging by id."""
+    from hermes_sessions.interop import import_bundle  # noqa: PLC0415
+
+    source: Path | IO[str] = sys.stdin if args.file == "-" else Path(args.file)
+    if isinstance(source, Path) and not source.is_file():
+        raise UsageError(f"cannot read {source}: no such file")
+    memory = memory_store(args.home) if args.memory else None
+    report = import_bundle(store, source, memory=memory)
+    value = report.to_dict()
+    text = (
+        f"imported {len(report.sessions)} session(s), {report.messages} message(s), "
+        f"{len(report.entries)} key(s); {len(report.unchanged)} already present"
+        + _problems_text(value["problems"])
+    )
+    return _done(args, out, value, text)
+
+
+def cmd_import_hermes(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Import a Hermes profile (read-only on it)."""
+    from hermes_sessions.interop import import_hermes  # noqa: PLC0415
+
+    report = import_hermes(
+        args.hermes_home,
+        store,
+        timezone=args.timezone,
+        memory=memory_store(args.home),
+        progress=progress_printer("importing"),
+    )
+    value = report.to_dict()
+    text = (
+        f"imported {len(report.sessions)} session(s), {report.messages} message(s), "
+        f"{len(report.entries)} key(s), {report.memory_entries} memory entr(ies); "
+        f"{len(report.skipped_sessions)} session(s) already present"
+        + _problems_text(value["problems"])
+    )
+    return _done(args, out, value, text)
+
+
+def cmd_optimize(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Run the backend's maintenance (SQLite: optimize + checkpoint; JSONL: compact)."""
+    done = []
+    for name in ("optimize", "checkpoint", "compact"):
+        method = getattr(store.backend, name, None)
+        if callable(method):
+            method()
+            done.append(name)
+    text = f"done: {', '.join(done)}" if done else "this backend needs no maintenance"
+    return _done(args, out, {"ran": done}, text)
+
+
+def cmd_memory(args: argparse.Namespace, out: TextIO) -> int:
+    """Show, add or remove memory entries."""
+    memory = memory_store(args.home)
+    if args.action == "show":
+        targets = [args.target] if args.target else ["memory", "user"]
+        value = {t: list(memory.entries(t)) for t in targets}
+        if args.json:
+            emit(out, value)
+            return 0
+        for target, entries in value.items():
+            out.write(f"{target} ({memory.path(target).name}, {len(entries)} entries)\n")
+            out.writelines(f"  § {entry}\n" for entry in entries)
+        return 0
+    if args.action == "add":
+        result = memory.add(args.target, args.text)
+    else:
+        result = memory.remove(args.target, args.text)
+    return _done(args, out, result.to_dict(), result.message)

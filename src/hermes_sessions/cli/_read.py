@@ -1,0 +1,242 @@
+"""The read-only commands: list, show, search, stats, check."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from hermes_sessions import serde
+from hermes_sessions.cli._output import UsageError, display_width, parse_moment, table
+from hermes_sessions.exceptions import AmbiguousSessionError
+from hermes_sessions.queries import SessionQuery
+
+if TYPE_CHECKING:
+    import argparse
+    from typing import TextIO
+
+    from hermes_sessions.models import Message, SessionRecord
+    from hermes_sessions.store import SessionStore
+
+__all__ = ["cmd_check", "cmd_list", "cmd_search", "cmd_show", "cmd_stats", "emit", "resolve"]
+
+
+def emit(out: TextIO, value: Any) -> None:
+    """Write one JSON document."""
+    out.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+def _when(record: SessionRecord) -> str:
+    return record.last_active.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def resolve(store: SessionStore, target: str) -> SessionRecord:
+    """The session named by an exact id or a unique id prefix."""
+    record = store.backend.get_session(target) if _safe(target) else None
+    if record is not None:
+        return record
+    page = store.backend.list_sessions(SessionQuery(id_prefix=target, limit=None))
+    found = [item.record for item in page.items]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise UsageError(f"no session {target!r}; `hermes-sessions list --all` shows the ids")
+    raise AmbiguousSessionError(target, [r.id for r in found])
+
+
+def _safe(target: str) -> bool:
+    from hermes_sessions.exceptions import InvalidIdError  # noqa: PLC0415
+    from hermes_sessions.ids import validate_session_id  # noqa: PLC0415
+
+    try:
+        validate_session_id(target)
+    except InvalidIdError:
+        return False
+    return True
+
+
+def _filters(args: argparse.Namespace, store: SessionStore) -> dict[str, Any]:
+    now = store.clock.now()
+    filters: dict[str, Any] = {}
+    if args.source:
+        filters["sources"] = tuple(args.source)
+    if args.user:
+        filters["user_id"] = args.user
+    if args.key:
+        filters["session_key"] = args.key
+    return filters | {
+        "since": parse_moment(args.since, now) if args.since else None,
+        "until": parse_moment(args.until, now) if args.until else None,
+    }
+
+
+def cmd_list(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """List sessions, most recently active first."""
+    filters = _filters(args, store)
+    since, until = filters.pop("since"), filters.pop("until")
+    query = SessionQuery(
+        **filters,
+        archived=None if args.all else False,
+        ended=None if args.all else False,
+        active_after=since,
+        active_before=until,
+        limit=args.limit,
+    )
+    items = store.list_sessions(query, include_compressed=args.all).items
+    if args.json:
+        emit(out, [{**serde.unstructure(i.record), "preview": i.preview} for i in items])
+        return 0
+    if not items:
+        out.write("no sessions match (`--all` includes ended and archived ones)\n")
+        return 0
+    rows = [
+        [
+            i.record.id,
+            i.record.source,
+            str(i.record.message_count),
+            _when(i.record),
+            ("archived" if i.record.archived else i.record.end_reason or "open"),
+            i.record.title or i.preview or "",
+        ]
+        for i in items
+    ]
+    out.write(table(["ID", "SOURCE", "MSGS", "LAST ACTIVE", "STATE", "TITLE"], rows) + "\n")
+    return 0
+
+
+def _content_text(message: Message) -> str:
+    content = message.content
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content:
+        if part.get("type") == "text":
+            parts.append(str(part.get("text", "")))
+        else:
+            parts.append(f"[{part.get('type', 'part')}]")
+    return " ".join(parts)
+
+
+def _call_text(call: dict[str, Any]) -> str:
+    function = call.get("function") if isinstance(call.get("function"), dict) else call
+    name = function.get("name", "?") if isinstance(function, dict) else "?"
+    arguments = function.get("arguments", "") if isinstance(function, dict) else ""
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return f"→ {name}({arguments})"
+
+
+def cmd_show(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Print one session's transcript (tool calls and results readable)."""
+    record = resolve(store, args.id)
+    messages = store.transcript(record.id, include_inactive=args.inactive)
+    if args.json:
+        emit(
+            out,
+            {
+                "session": serde.unstructure(record),
+                "messages": [serde.unstructure(m) for m in messages],
+            },
+        )
+        return 0
+    out.write(f"{record.id}  {record.title or '(untitled)'}\n")
+    state = record.end_reason or "open"
+    out.write(
+        f"source {record.source} · {record.message_count} messages · {state} · "
+        f"started {record.started_at.astimezone():%Y-%m-%d %H:%M}\n\n"
+    )
+    for message in messages:
+        stamp = f"{message.timestamp.astimezone():%H:%M}" if message.timestamp else "     "
+        label = message.role if message.active else f"{message.role} (deleted)"
+        if message.role == "tool" and message.tool_name:
+            label = f"tool {message.tool_name}"
+        text = _content_text(message)
+        if text:
+            out.write(f"[{stamp}] {label}: {text}\n")
+        out.writelines(f"[{stamp}] {label}: {_call_text(c)}\n" for c in message.tool_calls or [])
+    return 0
+
+
+def cmd_search(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Search messages across sessions."""
+    filters = _filters(args, store)
+    hits = store.search(args.query, limit=args.limit, **filters)
+    if args.json:
+        emit(
+            out,
+            [
+                {
+                    "session_id": hit.session.id,
+                    "message_id": hit.message.id,
+                    "role": hit.message.role,
+                    "title": hit.session.title,
+                    "score": hit.score,
+                    "snippet": hit.snippet,
+                }
+                for hit in hits
+            ],
+        )
+        return 0
+    if not hits:
+        out.write(f"no messages match {args.query!r}\n")
+        return 0
+    rows = [[hit.session.id, hit.message.role, hit.snippet] for hit in hits]
+    out.write(table(["SESSION", "ROLE", "SNIPPET"], rows) + "\n")
+    return 0
+
+
+def cmd_stats(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Counts: sessions (by source and state), messages, routing keys."""
+    records = [i.record for i in store.backend.list_sessions(SessionQuery(limit=None)).items]
+    by_source: dict[str, int] = {}
+    for record in records:
+        by_source[record.source] = by_source.get(record.source, 0) + 1
+    stats = {
+        "backend": type(store.backend).__name__,
+        "sessions": len(records),
+        "open": sum(not r.is_ended for r in records),
+        "archived": sum(r.archived for r in records),
+        "messages": sum(r.message_count for r in records),
+        "tool_calls": sum(r.tool_call_count for r in records),
+        "input_tokens": sum(r.input_tokens for r in records),
+        "output_tokens": sum(r.output_tokens for r in records),
+        "routing_keys": len(store.backend.entries()),
+        "sessions_by_source": dict(sorted(by_source.items())),
+    }
+    if args.json:
+        emit(out, stats)
+        return 0
+    for name, raw in stats.items():
+        value = ", ".join(f"{k} {v}" for k, v in raw.items()) if isinstance(raw, dict) else raw
+        out.write(f"{name.replace('_', ' '):<{display_width('sessions by source')}}  {value}\n")
+    return 0
+
+
+def cmd_check(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Storage integrity plus the library's invariants; exit 1 when something is wrong."""
+    problems: list[str] = []
+    integrity = getattr(store.backend, "integrity_check", None)
+    if callable(integrity):
+        problems += [f"storage: {line}" for line in integrity()]
+    backend = store.backend
+    for entry in backend.entries():
+        if backend.get_session(entry.session_id) is None:
+            problems.append(f"key {entry.session_key} points at missing {entry.session_id}")
+    records = [i.record for i in backend.list_sessions(SessionQuery(limit=None)).items]
+    for record in records:
+        messages = backend.get_messages(record.id)
+        calls = sum(len(m.tool_calls or ()) for m in messages)
+        if record.message_count != len(messages) or record.tool_call_count != calls:
+            problems.append(
+                f"{record.id}: counters say {record.message_count} messages and "
+                f"{record.tool_call_count} tool calls, the transcript has {len(messages)} "
+                f"and {calls}"
+            )
+    if args.json:
+        emit(out, {"ok": not problems, "sessions": len(records), "problems": problems})
+    elif problems:
+        out.write("\n".join(problems) + "\n")
+    else:
+        out.write(f"ok: {len(records)} sessions, every key and counter consistent\n")
+    return 1 if problems else 0

@@ -1,0 +1,167 @@
+"""``import_hermes``: a Hermes profile into any backend, read-only on the source, idempotent."""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+from pathlib import Path
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from hermes_sessions.exceptions import (
+    ConflictError,
+    InvalidSourceError,
+    MemoryRefusedError,
+)
+from hermes_sessions.interop._hermes_profile import HermesSession, read_profile
+from hermes_sessions.interop._report import HermesImportReport, ImportProblem
+from hermes_sessions.store import SessionStore
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from hermes_sessions.memory import MemoryStore
+    from hermes_sessions.models import SessionEntry
+    from hermes_sessions.protocols import Backend
+
+__all__ = ["DEFAULT_MAX_MESSAGE_CHARS", "import_hermes", "resolve_zone"]
+
+DEFAULT_MAX_MESSAGE_CHARS = 200_000
+"""Messages longer than this are imported whole and listed as ``oversize`` in the report."""
+
+
+def resolve_zone(timezone: str | tzinfo | None) -> tzinfo:
+    """The profile's zone: a tzinfo, an IANA name, or ``None`` for the host's zone."""
+    if timezone is None:
+        from hermes_sessions.policy import host_timezone  # noqa: PLC0415  # reads /etc once
+
+        return host_timezone()
+    if isinstance(timezone, tzinfo):
+        return timezone
+    try:
+        return ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as error:
+        raise InvalidSourceError(
+            f"unknown time zone {timezone!r}; give an IANA name such as 'Asia/Shanghai'"
+        ) from error
+
+
+def import_hermes(
+    home: Path | str,
+    store: SessionStore | Backend,
+    *,
+    timezone: str | tzinfo | None = None,
+    memory: MemoryStore | None = None,
+    max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
+    progress: Callable[[int, int], None] | None = None,
+) -> HermesImportReport:
+    """Import the Hermes profile at ``home`` into ``store`` (a ``SessionStore`` or a backend).
+
+    Sessions keep their ids, titles, lineage, end reasons, token counters, archive flag and
+    soft-deleted messages; Hermes-only columns go to ``record.metadata["hermes"]`` and each
+    message's Hermes row id to ``message.extra["hermes_id"]``. Routing keys come from
+    ``sessions/sessions.json``; memory entries from ``memories/`` go into ``memory`` when given.
+    Naive local times are read in ``timezone`` (an IANA name or tzinfo; default: the host's).
+
+    The source is never written. Problems (a torn JSONL line, lone surrogates, oversize
+    messages, something already in the target under the same id) are listed in the report;
+    they never stop the import. Importing the same profile again changes nothing.
+
+    ``progress(done, total)`` is called after each session.
+
+    Raises:
+        InvalidSourceError: ``home`` is not a Hermes home, or the time zone is unknown.
+
+    .. versionadded:: 0.1.0
+    """
+    backend = store.backend if isinstance(store, SessionStore) else store
+    profile = read_profile(
+        Path(home), zone=resolve_zone(timezone), max_message_chars=max_message_chars
+    )
+    problems = list(profile.problems)
+    created: list[str] = []
+    skipped: list[str] = []
+    written = 0
+    for done, session in enumerate(profile.sessions, start=1):
+        count = _import_session(backend, session, problems)
+        if count is None:
+            skipped.append(session.record.id)
+        else:
+            created.append(session.record.id)
+            written += count
+        if progress is not None:
+            progress(done, len(profile.sessions))
+    entries: list[str] = []
+    skipped_entries: list[str] = []
+    for entry in profile.entries:
+        outcome = _import_entry(backend, entry, problems)
+        (entries if outcome else skipped_entries).append(entry.session_key)
+    added = 0
+    if memory is not None:
+        for target, items in sorted(profile.memory.items()):
+            for item in items:
+                try:
+                    result = memory.add(target, item)
+                except MemoryRefusedError as error:
+                    problems.append(
+                        ImportProblem(kind="memory_refused", where=target, detail=str(error))
+                    )
+                else:
+                    added += int(result.changed)
+    return HermesImportReport(
+        sessions=created,
+        skipped_sessions=skipped,
+        messages=written,
+        entries=entries,
+        skipped_entries=skipped_entries,
+        memory_entries=added,
+        jsonl_preferred=profile.jsonl_preferred,
+        problems=problems,
+    )
+
+
+def _import_session(
+    backend: Backend, session: HermesSession, problems: list[ImportProblem]
+) -> int | None:
+    """Write one session; ``None`` if the target already had it (left alone)."""
+    record = session.record
+    existing = backend.get_session(record.id)
+    if existing is not None:
+        held = backend.get_messages(record.id, include_inactive=True)
+        if held or not session.messages:
+            if existing.started_at != record.started_at or len(held) > len(session.messages):
+                problems.append(
+                    ImportProblem(
+                        kind="conflict",
+                        where=record.id,
+                        detail="the target already holds another session under this id; "
+                        "it was left alone",
+                    )
+                )
+            return None
+        # An earlier import stopped between creating the session and writing its messages.
+    else:
+        backend.create_session(record)
+    if session.messages:
+        backend.append_messages(record.id, session.messages)
+    return len(session.messages)
+
+
+def _import_entry(backend: Backend, entry: SessionEntry, problems: list[ImportProblem]) -> bool:
+    """Write one routing entry; ``False`` if the key already points at the same session."""
+    current = backend.get_entry(entry.session_key)
+    if current is not None:
+        if current.session_id != entry.session_id:
+            problems.append(
+                ImportProblem(
+                    kind="conflict",
+                    where=entry.session_key,
+                    detail=f"the key already points at {current.session_id}; it was left alone "
+                    f"(Hermes had {entry.session_id})",
+                )
+            )
+        return False
+    try:
+        backend.put_entry(entry, expected_revision=None)
+    except ConflictError:
+        return False
+    return True

@@ -1,0 +1,70 @@
+"""Every public name of the core, text and memory modules says when it was added."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+import hermes_sessions
+
+PACKAGE = Path(hermes_sessions.__file__).parent
+# The modules whose public names carry ``.. versionadded::`` so far; store/, aio, protocols,
+# backends/ and testing/ join the list as their names get the note.
+MODULES = [
+    "clock",
+    "closing",
+    "exceptions",
+    "files",
+    "ids",
+    "keys",
+    "memory",
+    "models",
+    "paths",
+    "policy",
+    "queries",
+    "serde",
+    "text",
+    "threats",
+    "titles",
+    "tools",
+]
+
+
+def _documented_names(path: Path) -> dict[str, str]:
+    """Map every top-level class, function and variable of ``path`` to its docstring."""
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    found: dict[str, str] = {}
+    for index, node in enumerate(body):
+        if isinstance(node, ast.ClassDef | ast.FunctionDef):
+            found[node.name] = ast.get_docstring(node) or ""
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            following = body[index + 1] if index + 1 < len(body) else None
+            doc = ""
+            if isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant):
+                doc = str(following.value.value)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.update((t.id, doc) for t in targets if isinstance(t, ast.Name))
+    return found
+
+
+def _public_names() -> list[tuple[str, str]]:
+    """Every (module, name) pair of ``MODULES``' ``__all__``s."""
+    return [
+        (module, name)
+        for module in MODULES
+        for name in importlib.import_module(f"hermes_sessions.{module}").__all__
+    ]
+
+
+@pytest.mark.parametrize(("module", "name"), _public_names())
+def test_public_names_say_when_they_were_added(module, name):
+    """A public name's docstring (or attribute docstring) holds ``.. versionadded::``."""
+    package = PACKAGE / module
+    files = sorted(package.glob("*.py")) if package.is_dir() else [PACKAGE / f"{module}.py"]
+    documented: dict[str, str] = {}
+    for path in files:
+        documented.update(_documented_names(path))
+    assert ".. versionadded::" in documented[name], f"{module}.{name} has no versionadded note"
