@@ -15,10 +15,14 @@ import attrs
 
 from hermes_sessions.exceptions import SessionNotFoundError
 from hermes_sessions.models import Message, MessageContent, SessionSource
-from hermes_sessions.store import SessionLookup
 
 if TYPE_CHECKING:
-    from hermes_sessions.store import SessionStore
+    # Only an annotation on Applied, which attrs never resolves: importing the store here
+    # would double the cost of importing an adapter.
+    from hermes_sessions.store import (
+        SessionLookup,  # noqa: TC004
+        SessionStore,
+    )
 
 __all__ = ["Applied", "Edit", "InboundEvent", "NewMessage", "Retract", "apply"]
 
