@@ -18,6 +18,38 @@ EXPECTED = {
         "(closed agent for session",
     ],
     "memory_tools.py": ["tools offered to the model", '"code": "blocked"', '"mode": "discover"'],
+    "gateway_dingtalk.py": [
+        "agent:main:dingtalk:group:cid_group:zhang ['今天谁值班？']",
+        "ack 200 for frame3",
+    ],
+    "gateway_discord.py": [
+        "NewMessage agent:main:discord:thread:1180000000000000200:1180000000000000300",
+        "[('Nelly', 'crash on start, see the trace'), ('Sam', 'same here since 2.1')]",
+        "Retract    agent:main:discord:group:",
+        "search 'deploy' after the deletion: []",
+    ],
+    "gateway_feishu.py": [
+        "NewMessage agent:main:feishu:group:oc_group:omt_1",
+        "on_wang: 我也想知道  (reply to om_1)",
+        "on_lin: 回滚到哪个版本",
+    ],
+    "gateway_slack.py": [
+        "NewMessage agent:main:slack:dm:D024BE91L:1778547600.000100",
+        "search 'third step': 1 hit(s)",
+        "search 'third step' after the deletion: []",
+    ],
+    "gateway_telegram_aiogram.py": [
+        "NewMessage agent:main:telegram:group:-1001234567890:42",
+        "['is the freeze on?']",
+        "search 'prod': ['42:7']",
+        "search 'staging': []",
+    ],
+    "gateway_telegram_ptb.py": [
+        "-> sendMessage: hello, this is a new conversation",
+        "  Alice: release notes?\n  Bob: and the changelog",
+        "DM after the edit and a redelivery: ['where did we leave the rollback?']",
+        "search 'deploy': []",
+    ],
 }
 
 

@@ -12,13 +12,19 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Final, Literal, TypeAlias
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import attrs
 
 from hermes_sessions.ids import validate_session_id
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 __all__ = [
+    "CONVENTIONAL_CHAT_TYPES",
+    "PLATFORM_CHAT_TYPES",
     "JSONObject",
     "Message",
     "MessageContent",
@@ -48,6 +54,46 @@ ResetReason: TypeAlias = Literal["idle", "daily", "suspended"]
 """
 
 SLUG_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+
+CONVENTIONAL_CHAT_TYPES: Final = frozenset({"dm", "group", "channel", "thread"})
+"""The chat types keys, reset policies and the private-lane rule are written for.
+
+.. versionadded:: 0.1.0
+"""
+
+PLATFORM_CHAT_TYPES: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
+    {
+        "telegram": MappingProxyType({"private": "dm", "supergroup": "group"}),
+        "feishu": MappingProxyType({"p2p": "dm", "topic_group": "group"}),
+        "lark": MappingProxyType({"p2p": "dm", "topic_group": "group"}),
+        # Slack's "group" (a private channel) is also a conventional name, so it stays "group".
+        "slack": MappingProxyType({"im": "dm", "mpim": "group"}),
+        # discord.py's ChannelType names.
+        "discord": MappingProxyType(
+            {
+                "private": "dm",
+                "text": "group",
+                "voice": "group",
+                "stage_voice": "group",
+                "news": "channel",
+                "forum": "channel",
+                "media": "channel",
+                "public_thread": "thread",
+                "private_thread": "thread",
+                "news_thread": "thread",
+            }
+        ),
+        # The Stream API's conversationType: "1" one-to-one, "2" group.
+        "dingtalk": MappingProxyType({"1": "dm", "2": "group"}),
+    }
+)
+"""Per platform, its own chat-type names and the conventional type each one means.
+
+A conventional name is never renamed (keys built with it stay as they are), so names a platform
+shares with the conventions (Telegram ``group``, Slack ``channel``) need no entry.
+
+.. versionadded:: 0.1.0
+"""
 
 
 # -- validators and converters shared by the models ------------------------------------------------
@@ -149,6 +195,12 @@ class SessionSource:
     and is stored as ``None``. Only ``platform``, ``chat_type``, ``chat_id``, ``thread_id``,
     ``user_id`` and ``user_id_alt`` take part in the session key; the rest is descriptive.
 
+    ``chat_type`` may be given in the platform's own words (Telegram ``private`` or
+    ``supergroup``, Feishu ``p2p``, Slack ``im``, discord.py's ``public_thread``, DingTalk
+    ``"1"``): it is normalised onto the conventional ``dm``/``group``/``channel``/``thread`` by
+    :data:`PLATFORM_CHAT_TYPES` and the raw name is kept as ``platform_chat_type``. A name the
+    table does not know is kept as given.
+
     .. versionadded:: 0.1.0
     """
 
@@ -172,6 +224,19 @@ class SessionSource:
     parent_chat_id: str | None = _id_field()
     message_id: str | None = _id_field()
     """The platform's id of the message that produced this source."""
+    platform_chat_type: str | None = _text_field()
+    """The platform's own chat-type name when it differs from ``chat_type`` (``supergroup``).
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __attrs_post_init__(self) -> None:
+        conventional = PLATFORM_CHAT_TYPES.get(self.platform, {}).get(self.chat_type)
+        if conventional is None:
+            return
+        if self.platform_chat_type is None:
+            object.__setattr__(self, "platform_chat_type", self.chat_type)
+        object.__setattr__(self, "chat_type", conventional)
 
     @property
     def participant(self) -> str | None:

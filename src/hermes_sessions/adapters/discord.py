@@ -1,0 +1,197 @@
+"""Discord: discord.py ``Message`` objects and gateway ``MESSAGE_CREATE`` / ``UPDATE`` payloads.
+
+:func:`convert` returns a :class:`NewMessage` for a new message, an :class:`Edit` for one that
+has been edited (discord.py's ``edited_at``, the payload's ``edited_timestamp``: pass the
+*after* message of ``on_message_edit``), and a :class:`Retract` with ``deleted=True`` (pass the
+message of ``on_message_delete``). Messages from bots, the bot itself included, give ``None``.
+
+The conversation: the channel type is discord.py's ``ChannelType`` name (``private``, ``text``,
+``public_thread``, ``forum``, ...), kept as ``platform_chat_type`` and mapped onto
+``dm``/``group``/``channel``/``thread``. The guild is ``scope_id``. In a thread (forum posts
+are threads too) ``chat_id`` is the parent channel and ``thread_id`` the thread, so a thread is
+one conversation shared by its members; elsewhere ``chat_id`` is the channel. Gateway payloads
+name only ``channel_id``: add the channel as ``"channel": {"id", "type", "parent_id", "name"}``
+(from your cache, ``type`` as the API's number or discord.py's name); without it a payload
+with a ``guild_id`` is read as a guild text channel and one without as a DM.
+
+Discord ids are global snowflakes, used as they are. ``<@bot_user_id>`` mentions are removed
+from the text (``extra["mentions_bot"]``); attachments become parts with ``attachment_id``,
+``url``, ``name`` and ``mime_type``; ``extra["reply_to"]`` is the referenced message's id.
+A deleted message's payload (``MESSAGE_DELETE``) has no author, so the key of a guild
+conversation cannot be rebuilt from it; use discord.py's cached message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from hermes_sessions.adapters._events import Edit, InboundEvent, NewMessage, Retract
+from hermes_sessions.adapters._payload import content_of, dig, plain, text_or_none
+from hermes_sessions.models import JSONObject, Message, SessionSource
+
+__all__ = ["convert", "payload_of", "source_of"]
+
+CHANNEL_TYPE_NAMES: Final = {
+    0: "text",
+    1: "private",
+    2: "voice",
+    3: "group",
+    4: "category",
+    5: "news",
+    10: "news_thread",
+    11: "public_thread",
+    12: "private_thread",
+    13: "stage_voice",
+    15: "forum",
+    16: "media",
+}
+"""The API's channel type numbers and discord.py's ``ChannelType`` names for them."""
+
+_THREADS: Final = frozenset({"public_thread", "private_thread", "news_thread"})
+_MIME_KINDS: Final = ("image", "audio", "video")
+
+
+def convert(
+    message: object,
+    *,
+    deleted: bool = False,
+    bot_user_id: str | int | None = None,
+    platform: str = "discord",
+) -> InboundEvent | None:
+    """What a Discord message means for the transcript; ``None`` if nothing.
+
+    .. versionadded:: 0.1.0
+    """
+    data = payload_of(message)
+    author: JSONObject = data.get("author") or {}
+    bot = None if bot_user_id is None else str(bot_user_id)
+    if author.get("bot") or (bot is not None and str(author.get("id")) == bot):
+        return None
+    source = source_of(data, platform=platform)
+    pmid = source.message_id
+    if pmid is None:
+        return None
+    if deleted:
+        return Retract(source=source, platform_message_id=pmid)
+    text = text_or_none(data.get("content"))
+    mentioned = False
+    if text is not None and bot is not None:
+        text, count = re.subn(rf"<@!?{re.escape(bot)}>", "", text)
+        mentioned = count > 0
+        text = " ".join(text.split()) or None
+    content = content_of(text, [_part(a) for a in data.get("attachments") or []])
+    if data.get("edited_timestamp"):
+        return Edit(source=source, platform_message_id=pmid, content=content)
+    if content is None:
+        return None
+    extra: JSONObject = {}
+    reply = dig(data, "message_reference", "message_id")
+    if reply is not None:
+        extra["reply_to"] = str(reply)
+    if mentioned:
+        extra["mentions_bot"] = True
+    return NewMessage(
+        source=source,
+        message=Message(
+            role="user",
+            content=content,
+            platform_message_id=pmid,
+            sender_id=source.participant,
+            sender_name=source.user_name,
+            extra=extra,
+        ),
+    )
+
+
+def source_of(data: JSONObject, *, platform: str = "discord") -> SessionSource:
+    """The :class:`SessionSource` of a message payload (as :func:`payload_of` returns it).
+
+    .. versionadded:: 0.1.0
+    """
+    channel: JSONObject = data.get("channel") or {}
+    channel_id = channel.get("id") or data.get("channel_id")
+    raw = channel.get("type")
+    if raw is None:
+        raw = "text" if data.get("guild_id") else "private"
+    raw_type = CHANNEL_TYPE_NAMES.get(raw, str(raw)) if isinstance(raw, int) else str(raw)
+    parent = channel.get("parent_id")
+    in_thread = raw_type in _THREADS and parent is not None
+    author: JSONObject = data.get("author") or {}
+    return SessionSource(
+        platform=platform,
+        chat_id=_id(parent if in_thread else channel_id),
+        chat_type=raw_type,
+        platform_chat_type=raw_type,
+        user_id=_id(author.get("id")),
+        thread_id=_id(channel_id) if in_thread else None,
+        chat_name=text_or_none(channel.get("name")),
+        user_name=text_or_none(author.get("global_name")) or text_or_none(author.get("username")),
+        scope_id=_id(data.get("guild_id")),
+        parent_chat_id=_id(parent),
+        message_id=_id(data.get("id")),
+    )
+
+
+def payload_of(message: object) -> JSONObject:
+    """A discord.py ``Message`` as the gateway's message payload (plus its ``channel``).
+
+    A mapping is returned as it is (as plain values).
+
+    .. versionadded:: 0.1.0
+    """
+    if isinstance(message, Mapping):
+        data = plain(message)
+        assert isinstance(data, dict)  # noqa: S101  # plain() keeps a mapping a dict
+        return data
+    m: Any = message
+    channel = m.channel
+    kind = getattr(channel, "type", None)
+    reference = getattr(m, "reference", None)
+    guild = getattr(m, "guild", None)
+    return {
+        "id": m.id,
+        "content": m.content,
+        "guild_id": None if guild is None else guild.id,
+        "channel": {
+            "id": channel.id,
+            "type": getattr(kind, "name", kind),
+            "parent_id": getattr(channel, "parent_id", None),
+            "name": getattr(channel, "name", None),
+        },
+        "author": {
+            "id": m.author.id,
+            "username": m.author.name,
+            "global_name": getattr(m.author, "global_name", None),
+            "bot": m.author.bot,
+        },
+        "attachments": [
+            {
+                "id": a.id,
+                "filename": a.filename,
+                "content_type": a.content_type,
+                "url": a.url,
+                "size": a.size,
+            }
+            for a in m.attachments
+        ],
+        "message_reference": None
+        if reference is None
+        else {"message_id": reference.message_id, "channel_id": reference.channel_id},
+        "edited_timestamp": None if m.edited_at is None else m.edited_at.isoformat(),
+    }
+
+
+def _id(value: object) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def _part(attachment: JSONObject) -> JSONObject:
+    mime = str(attachment.get("content_type") or "")
+    kind = next((k for k in _MIME_KINDS if mime.startswith(f"{k}/")), "file")
+    part: JSONObject = {"type": kind, "attachment_id": _id(attachment.get("id"))}
+    for ours, theirs in (("url", "url"), ("name", "filename"), ("mime_type", "content_type")):
+        if attachment.get(theirs):
+            part[ours] = attachment[theirs]
+    return part

@@ -1,0 +1,182 @@
+"""Feishu / Lark: lark-oapi ``P2ImMessageReceiveV1`` events and their JSON payloads.
+
+:func:`convert` takes the event object lark-oapi hands to a ``register_p2_im_message_receive_v1``
+handler, or the event's JSON (the whole ``schema 2.0`` body or just its ``event``), and returns a
+:class:`NewMessage`:
+
+* ``chat_type`` is Feishu's own (``p2p``, ``group``), mapped onto ``dm``/``group``.
+* The sender's ``open_id`` is ``user_id`` and its ``union_id`` is ``user_id_alt`` (stable across
+  the apps of one developer, so it is the participant in keys and the message's ``sender_id``).
+* A message in a thread (topic) has its ``thread_id``: a group thread is one shared
+  conversation. ``root_id`` goes to ``extra["thread_root"]``, ``parent_id`` (the message replied
+  to) to ``extra["reply_to"]``; Feishu message ids are unique per tenant, so they are used as
+  they are.
+* ``text``, ``post`` (rich text, any locale) and ``interactive`` (cards) content is parsed to
+  text; images, files, audio, video and stickers become parts carrying ``image_key`` /
+  ``file_key``. Images inside a post become parts too.
+* Mention placeholders (``@_user_1``) become ``@Name``; the bot's own mention (``bot_open_id``)
+  is removed and ``extra["mentions_bot"]`` records it.
+
+Recall events (``im.message.recalled_v1``) carry neither the sender nor the thread, so they do
+not name a session key; look the message up yourself and call ``store.retract``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from hermes_sessions.adapters._events import InboundEvent, NewMessage
+from hermes_sessions.adapters._payload import content_of, dig, json_object, plain, text_or_none
+from hermes_sessions.models import JSONObject, Message, SessionSource
+
+__all__ = ["convert", "source_of"]
+
+_FILE_KINDS: Final = {
+    "image": "image",
+    "file": "file",
+    "audio": "audio",
+    "media": "video",
+    "sticker": "image",
+}
+_FILE_KEYS: Final = ("image_key", "file_key", "file_name", "duration")
+_POST_FILES: Final = {"img": "image", "media": "video"}
+
+
+def convert(
+    event: object, *, bot_open_id: str | None = None, platform: str = "feishu"
+) -> InboundEvent | None:
+    """What an ``im.message.receive_v1`` event means for the transcript; ``None`` if nothing.
+
+    .. versionadded:: 0.1.0
+    """
+    data = plain(event)
+    body: Any = data.get("event", data) if isinstance(data, dict) else None
+    if not isinstance(body, dict) or not isinstance(body.get("message"), dict):
+        return None
+    message: JSONObject = body["message"]
+    source = source_of(body, platform=platform, tenant_key=dig(data, "header", "tenant_key"))
+    mentions = {m["key"]: m for m in message.get("mentions") or [] if m.get("key")}
+    text, parts, mentioned = _content(message, mentions, bot_open_id)
+    content = content_of(text, parts)
+    if content is None or source.message_id is None:
+        return None
+    extra: JSONObject = {}
+    if message.get("parent_id"):
+        extra["reply_to"] = message["parent_id"]
+    if message.get("root_id"):
+        extra["thread_root"] = message["root_id"]
+    if mentioned:
+        extra["mentions_bot"] = True
+    return NewMessage(
+        source=source,
+        message=Message(
+            role="user",
+            content=content,
+            platform_message_id=source.message_id,
+            sender_id=source.participant,
+            sender_name=source.user_name,
+            extra=extra,
+        ),
+    )
+
+
+def source_of(
+    event: JSONObject, *, platform: str = "feishu", tenant_key: str | None = None
+) -> SessionSource:
+    """The :class:`SessionSource` of an ``im.message.receive_v1`` event body (as JSON).
+
+    .. versionadded:: 0.1.0
+    """
+    message: JSONObject = event["message"]
+    sender_id: JSONObject = dig(event, "sender", "sender_id") or {}
+    raw_type = str(message.get("chat_type") or "p2p")
+    return SessionSource(
+        platform=platform,
+        chat_id=message.get("chat_id"),
+        chat_type=raw_type,
+        platform_chat_type=raw_type,
+        user_id=sender_id.get("open_id"),
+        user_id_alt=sender_id.get("union_id"),
+        thread_id=message.get("thread_id"),
+        user_name=text_or_none(dig(event, "sender", "sender_name")),
+        scope_id=dig(event, "sender", "tenant_key") or tenant_key,
+        message_id=message.get("message_id"),
+    )
+
+
+def _content(
+    message: JSONObject, mentions: dict[str, JSONObject], bot_open_id: str | None
+) -> tuple[str | None, list[JSONObject], bool]:
+    kind = message.get("message_type")
+    body = json_object(message.get("content"))
+    bot_keys = {key for key, mention in mentions.items() if _is_bot(mention, bot_open_id)}
+    if kind == "text":
+        return _text(body, mentions, bot_keys), [], bool(bot_keys)
+    if kind == "post":
+        post_text, parts = _post(body, mentions, bot_keys)
+        return post_text, parts, bool(bot_keys)
+    if kind == "interactive":
+        return "\n".join(_strings(body)) or None, [], False
+    part_kind = _FILE_KINDS.get(str(kind))
+    return None, [_file_part(part_kind, body)] if part_kind else [], False
+
+
+def _text(body: JSONObject, mentions: dict[str, JSONObject], bot_keys: set[str]) -> str | None:
+    text = str(body.get("text") or "")
+    for key, mention in sorted(mentions.items(), key=lambda item: -len(item[0])):
+        text = text.replace(key, "" if key in bot_keys else f"@{mention.get('name', '')}")
+    return " ".join(text.split()) or None
+
+
+def _is_bot(mention: JSONObject, bot_open_id: str | None) -> bool:
+    return bot_open_id is not None and dig(mention, "id", "open_id") == bot_open_id
+
+
+def _file_part(kind: str, body: JSONObject) -> JSONObject:
+    part: JSONObject = {"type": kind}
+    part.update({k: body[k] for k in _FILE_KEYS if k in body})
+    if "file_name" in part:
+        part["name"] = part.pop("file_name")
+    return part
+
+
+def _post(
+    body: JSONObject, mentions: dict[str, JSONObject], bot_keys: set[str]
+) -> tuple[str | None, list[JSONObject]]:
+    if "content" not in body:  # {"zh_cn": {...}}: take the first locale
+        body = next((v for v in body.values() if isinstance(v, dict)), {})
+    title = text_or_none(body.get("title"))
+    lines = [title] if title else []
+    parts: list[JSONObject] = []
+    for paragraph in body.get("content") or []:
+        pieces: list[str] = []
+        for element in paragraph if isinstance(paragraph, list) else []:
+            tag = element.get("tag")
+            if tag == "at":
+                key = element.get("user_id", "")
+                if key not in bot_keys:
+                    name = element.get("user_name") or dig(mentions, key, "name") or key
+                    pieces.append(f"@{name}")
+            elif tag in _POST_FILES:
+                parts.append(_file_part(_POST_FILES[tag], element))
+            elif isinstance(element.get("text"), str):
+                pieces.append(element["text"])
+        line = " ".join(" ".join(pieces).split())
+        if line:
+            lines.append(line)
+    return "\n".join(lines) or None, parts
+
+
+def _strings(card: object) -> list[str]:
+    """The visible text of a card: every ``title``, ``text`` and ``content`` string, in order."""
+    found: list[str] = []
+    if isinstance(card, dict):
+        for key, value in card.items():
+            if key in {"title", "text", "content"} and isinstance(value, str) and value.strip():
+                found.append(value.strip())
+            else:
+                found.extend(_strings(value))
+    elif isinstance(card, list):
+        for item in card:
+            found.extend(_strings(item))
+    return found
