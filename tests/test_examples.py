@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
+from hermes_sessions.backends.inmemory import InMemoryBackend
+from hermes_sessions.testing import BackendContract
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = sorted(EXAMPLES_DIR.glob("*.py"))
 EXPECTED = {
+    "custom_backend.py": ["satisfies Backend: True", "'append_messages': 1", "'apply': 1"],
+    "migrate_from_hermes.py": [
+        "imported sessions: ['20260512_092000_d3553b7a'], keys: ['agent:main:telegram:dm:42']",
+        "memory entries: 1, problems: []",
+        "transcript: ['端口冲突了', '先停旧容器']",
+        "second import adds: []",
+    ],
+    "quickstart.py": ["agent:main:telegram:dm:42", "messages stored: 2", ">>>port<<< 8443"],
+    "search_cjk.py": [
+        "'书'",
+        "['飞书机器人今天部署好了']",
+        "['東京のサーバーを再起動しました']",
+        "'docker OR podman -helm'     -> ['We deploy with docker compose on Friday']",
+        "a hostile query never raises: []",
+    ],
     "gateway.py": [
         "It is sunny, 24°C in Hangzhou right now.",
         "(window kept",
@@ -73,3 +93,35 @@ def test_example_runs(script, tmp_path):
 def test_every_example_has_expectations():
     """Each example is listed with what its output must show."""
     assert {path.name for path in EXAMPLES} <= set(EXPECTED)
+
+
+def _load_example(name):
+    """Import an example script as a module, registered so its classes pickle by name."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES_DIR / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+custom_backend = _load_example("custom_backend")
+
+
+class TestCustomBackendExample(BackendContract):
+    """The example's CountingBackend around the in-memory backend passes the conformance suite."""
+
+    def make_backend(self, directory):
+        """A counting wrapper around a fresh in-memory backend."""
+        del directory
+        return custom_backend.CountingBackend(InMemoryBackend())
+
+
+def test_counting_backend_counts_only_writes():
+    """Reads pass through uncounted; each write method call is counted once."""
+    backend = custom_backend.CountingBackend(InMemoryBackend())
+    assert backend.get_entry("agent:main:cli:dm:x") is None
+    assert not backend.writes
+    backend.delete_session("missing")
+    assert backend.writes == {"delete_session": 1}

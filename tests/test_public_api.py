@@ -60,14 +60,44 @@ def test_every_public_name_imports(name):
     assert getattr(hermes_sessions, name) is not None
 
 
+def _reference_modules() -> set[str]:
+    """The modules the generated API reference renders (its ``::: module`` directives)."""
+    text = API_DOC.read_text(encoding="utf-8")
+    return set(re.findall(r"^::: ([\w.]+)$", text, re.MULTILINE))
+
+
+def _public_modules() -> list[str]:
+    """Every module and package of the library without a private component in its name."""
+    package = Path(hermes_sessions.__file__).parent
+    names = []
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if not any(part.startswith("_") for part in parts) and len(parts) > 1:
+            names.append(".".join(parts))
+    return names
+
+
 @pytest.mark.parametrize("name", [n for n in hermes_sessions.__all__ if n != "__version__"])
 def test_every_public_name_is_documented(name):
-    """Every public name has a docstring and appears in docs/api.md."""
+    """Every public name has a docstring and is rendered by the generated API reference."""
     obj = getattr(hermes_sessions, name)
     assert inspect.getdoc(obj), f"{name} has no docstring"
-    assert re.search(rf"`{re.escape(name)}[`(]", API_DOC.read_text(encoding="utf-8")), (
-        f"{name} is missing from docs/api.md"
-    )
+    module = hermes_sessions._EXPORTS[name]
+    assert module in _reference_modules(), f"add '::: {module}' to docs/api.md"
+    assert name in importlib.import_module(module).__all__, f"{name} is not in {module}.__all__"
+
+
+@pytest.mark.parametrize("module", _public_modules())
+def test_every_public_module_is_in_the_reference(module):
+    """Every public module has a ``::: module`` directive in docs/api.md and an ``__all__``."""
+    assert module in _reference_modules(), f"add '::: {module}' to docs/api.md"
+    assert hasattr(importlib.import_module(module), "__all__"), f"{module} needs an __all__"
+
+
+def test_reference_names_only_real_modules():
+    """Every ``:::`` directive of docs/api.md names an importable public module."""
+    assert _reference_modules() <= set(_public_modules())
 
 
 @pytest.mark.parametrize("name", hermes_sessions.__all__)
