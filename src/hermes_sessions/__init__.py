@@ -178,6 +178,21 @@ if TYPE_CHECKING:
         Visibility as Visibility,
     )
     from hermes_sessions.store import (
+        AnchoredView as AnchoredView,
+    )
+    from hermes_sessions.store import (
+        EraseReport as EraseReport,
+    )
+    from hermes_sessions.store import (
+        Lineage as Lineage,
+    )
+    from hermes_sessions.store import (
+        LineageLink as LineageLink,
+    )
+    from hermes_sessions.store import (
+        PruneReport as PruneReport,
+    )
+    from hermes_sessions.store import (
         RotateEvent as RotateEvent,
     )
     from hermes_sessions.store import (
@@ -185,21 +200,6 @@ if TYPE_CHECKING:
     )
     from hermes_sessions.store import (
         SessionStore as SessionStore,
-    )
-    from hermes_sessions.store._views import (
-        AnchoredView as AnchoredView,
-    )
-    from hermes_sessions.store._views import (
-        EraseReport as EraseReport,
-    )
-    from hermes_sessions.store._views import (
-        Lineage as Lineage,
-    )
-    from hermes_sessions.store._views import (
-        LineageLink as LineageLink,
-    )
-    from hermes_sessions.store._views import (
-        PruneReport as PruneReport,
     )
     from hermes_sessions.threats import (
         ThreatScanner as ThreatScanner,
@@ -230,11 +230,11 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
-    "AnchoredView": "hermes_sessions.store._views",
-    "EraseReport": "hermes_sessions.store._views",
-    "Lineage": "hermes_sessions.store._views",
-    "LineageLink": "hermes_sessions.store._views",
-    "PruneReport": "hermes_sessions.store._views",
+    "AnchoredView": "hermes_sessions.store",
+    "EraseReport": "hermes_sessions.store",
+    "Lineage": "hermes_sessions.store",
+    "LineageLink": "hermes_sessions.store",
+    "PruneReport": "hermes_sessions.store",
     "AsyncSessionStore": "hermes_sessions.aio",
     "FrozenClock": "hermes_sessions.clock",
     "SystemClock": "hermes_sessions.clock",

@@ -19,11 +19,13 @@ import attrs
 from hermes_sessions.ids import validate_session_id
 
 __all__ = [
+    "EndReason",
     "JSONObject",
     "Message",
     "MessageContent",
     "ResetDecision",
     "ResetReason",
+    "RotateReason",
     "SessionEntry",
     "SessionRecord",
     "SessionSource",
@@ -36,7 +38,42 @@ MessageContent: TypeAlias = str | list[JSONObject] | None
 """Message content: text, a list of multimodal parts (JSON objects), or nothing."""
 
 ResetReason: TypeAlias = Literal["idle", "daily", "suspended"]
-"""Why a session was reset automatically."""
+"""Why a session was reset automatically.
+
+.. versionadded:: 0.1.0
+"""
+
+EndReason: TypeAlias = Literal[
+    "session_reset",
+    "idle",
+    "daily",
+    "suspended",
+    "session_switch",
+    "compression",
+    "branched",
+    "pruned",
+]
+"""Why the library ends a session. Hosts may end sessions with reasons of their own, so
+``SessionRecord.end_reason`` and the backends' ``end_session`` take any string.
+
+.. versionadded:: 0.1.0
+"""
+
+RotateReason: TypeAlias = Literal[
+    "created",
+    "idle",
+    "daily",
+    "suspended",
+    "session_reset",
+    "session_switch",
+    "branched",
+    "compression",
+]
+"""Why a key's session id changed (``RotateEvent.reason``): first contact, an automatic reset,
+``/new``, ``/resume``, ``/branch`` or compression.
+
+.. versionadded:: 0.1.0
+"""
 
 SLUG_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 
@@ -342,6 +379,7 @@ class SessionRecord:
     parent_session_id: str | None = attrs.field(default=None, validator=_optional_session_id)
     ended_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
     end_reason: str | None = _text_field()
+    """Why the session ended (:data:`EndReason`, or a host's own string); ``None`` while open."""
     last_active_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
     """Time of the newest message (backends keep it; ``started_at`` until the first message)."""
     message_count: int = attrs.field(default=0, validator=_non_negative)

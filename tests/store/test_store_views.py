@@ -125,14 +125,10 @@ def test_search_needs_a_searching_backend(store):
     """A backend without search makes search a clear TypeError."""
 
     class Blind:
+        """A backend wrapper without the search method."""
+
         def __init__(self, inner: object) -> None:
             self.inner = inner
-
-        def capabilities(self) -> object:
-            return attrs.evolve(self.inner.capabilities(), search=False)  # type: ignore[attr-defined]
-
-        def search(self, query: object) -> object:
-            raise AssertionError("not called")
 
     blind = attrs.evolve(store, backend=Blind(store.backend))
     with pytest.raises(TypeError, match="cannot search"):
@@ -236,7 +232,7 @@ def test_erase_user_leaves_no_trace(store):
     assert store.session(eve.session_id).message_count == 1
 
 
-def test_rebuild_index_from_records(store, clock):
+def test_rebuild_routing_from_records(store, clock):
     """Lost routing entries are recreated from the session keys kept on records."""
     lin = store.get_or_create(LIN)
     thread = store.get_or_create(THREAD)
@@ -244,8 +240,8 @@ def test_rebuild_index_from_records(store, clock):
     newer = store.reset(lin.entry.session_key)
     for entry in store.backend.entries():
         store.backend.delete_entry(entry.session_key, expected_revision=entry.revision)
-    assert store.rebuild_index() == 2
+    assert store.rebuild_routing() == 2
     assert store.entry(lin.entry.session_key).session_id == newer.session_id
     assert store.entry(thread.entry.session_key).session_id == thread.session_id
-    assert store.rebuild_index() == 0
+    assert store.rebuild_routing() == 0
     assert not store.get_or_create(LIN).created
