@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import functools
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Literal, ParamSpec, Self, TypeVar, Unpack
 
 import attrs
 
@@ -36,7 +36,14 @@ if TYPE_CHECKING:
         SessionRecord,
         SessionSource,
     )
-    from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+    from hermes_sessions.queries import (
+        SearchHit,
+        SearchQuery,
+        SearchQueryFields,
+        SessionPage,
+        SessionQuery,
+        SessionQueryFields,
+    )
     from hermes_sessions.store import (
         AnchoredView,
         EraseReport,
@@ -285,7 +292,11 @@ class AsyncSessionStore:
     # -- views and housekeeping --------------------------------------------------------------------
 
     async def list_sessions(
-        self, query: SessionQuery | None = None, *, include_compressed: bool = False, **filters: Any
+        self,
+        query: SessionQuery | None = None,
+        *,
+        include_compressed: bool = False,
+        **filters: Unpack[SessionQueryFields],
     ) -> SessionPage:
         """Async :meth:`SessionStore.list_sessions`."""
         return await self._run(
@@ -301,7 +312,7 @@ class AsyncSessionStore:
         query: str | SearchQuery,
         *,
         group: Literal["lineage"] | None = None,
-        **filters: Any,
+        **filters: Unpack[SearchQueryFields],
     ) -> list[SearchHit]:
         """Async :meth:`SessionStore.search`."""
         return await self._run(self.store.search, query, group=group, **filters)

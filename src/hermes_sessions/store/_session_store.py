@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, Unpack
+from typing import TYPE_CHECKING, Final, Literal, TypedDict, Unpack
 
 import attrs
 
@@ -46,7 +46,12 @@ from hermes_sessions.titles import sanitize_title
 
 if TYPE_CHECKING:
     from hermes_sessions.models import SessionSource
-    from hermes_sessions.queries import SearchHit, SessionPage
+    from hermes_sessions.queries import (
+        SearchHit,
+        SearchQueryFields,
+        SessionPage,
+        SessionQueryFields,
+    )
     from hermes_sessions.store._housekeeping import EraseReport, PruneReport
     from hermes_sessions.store._lineage import Lineage
     from hermes_sessions.store._views import AnchoredView
@@ -498,7 +503,7 @@ class SessionStore(ClosesOnExit):
         query: SessionQuery | None = None,
         *,
         include_compressed: bool = False,
-        **filters: Any,
+        **filters: Unpack[SessionQueryFields],
     ) -> SessionPage:
         """One page of sessions, most recently active first (see :class:`SessionQuery`).
 
@@ -518,7 +523,7 @@ class SessionStore(ClosesOnExit):
         query: str | SearchQuery,
         *,
         group: Literal["lineage"] | None = None,
-        **filters: Any,
+        **filters: Unpack[SearchQueryFields],
     ) -> list[SearchHit]:
         """Full-text search across sessions (query language: ``docs/search.md``).
 
