@@ -16,25 +16,42 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Self, TypeVar
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Literal, ParamSpec, Self, TypeVar, Unpack
+
+import attrs
 
 from hermes_sessions.store import SessionStore
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
-    from concurrent.futures import Executor
     from datetime import datetime, timedelta
     from pathlib import Path
     from types import TracebackType
 
-    from hermes_sessions.models import Message, SessionEntry, SessionRecord, SessionSource
-    from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
-    from hermes_sessions.store import RotateEvent, SessionLookup
-    from hermes_sessions.store._views import (
+    from hermes_sessions.models import (
+        Message,
+        MessageContent,
+        SessionEntry,
+        SessionRecord,
+        SessionSource,
+    )
+    from hermes_sessions.queries import (
+        SearchHit,
+        SearchQuery,
+        SearchQueryFields,
+        SessionPage,
+        SessionQuery,
+        SessionQueryFields,
+    )
+    from hermes_sessions.store import (
         AnchoredView,
         EraseReport,
         Lineage,
         PruneReport,
+        RotateEvent,
+        SessionLookup,
+        StoreOptions,
     )
 
 __all__ = ["AsyncSessionStore"]
@@ -67,6 +84,7 @@ class _KeyLocks:
         return len(self._locks)
 
 
+@attrs.define(eq=False)
 class AsyncSessionStore:
     """The :class:`~hermes_sessions.store.SessionStore` API as coroutines.
 
@@ -77,10 +95,13 @@ class AsyncSessionStore:
     .. versionadded:: 0.1.0
     """
 
-    def __init__(self, store: SessionStore, *, executor: Executor | None = None) -> None:
-        self.store = store
-        self._executor = executor
-        self._keys = _KeyLocks()
+    store: SessionStore = attrs.field(validator=attrs.validators.instance_of(SessionStore))
+    _executor: Executor | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=attrs.validators.optional(attrs.validators.instance_of(Executor)),
+    )
+    _keys: _KeyLocks = attrs.field(factory=_KeyLocks, init=False)
 
     def __repr__(self) -> str:
         return f"<AsyncSessionStore on {self.store.backend!r}>"
@@ -90,7 +111,7 @@ class AsyncSessionStore:
         cls,
         home: Path | str | None = None,
         backend: Literal["sqlite", "jsonl", "memory"] = "sqlite",
-        **options: Any,
+        **options: Unpack[StoreOptions],
     ) -> AsyncSessionStore:
         """Open a store like :meth:`SessionStore.open`, without blocking the loop."""
         store = await asyncio.get_running_loop().run_in_executor(
@@ -258,7 +279,9 @@ class AsyncSessionStore:
         """Async :meth:`SessionStore.retract`."""
         return await self._run(self.store.retract, session_id, platform_message_id)
 
-    async def edit(self, session_id: str, platform_message_id: str, content: Any) -> Message:
+    async def edit(
+        self, session_id: str, platform_message_id: str, content: MessageContent
+    ) -> Message:
         """Async :meth:`SessionStore.edit`."""
         return await self._run(self.store.edit, session_id, platform_message_id, content)
 
@@ -269,7 +292,11 @@ class AsyncSessionStore:
     # -- views and housekeeping --------------------------------------------------------------------
 
     async def list_sessions(
-        self, query: SessionQuery | None = None, *, include_compressed: bool = False, **filters: Any
+        self,
+        query: SessionQuery | None = None,
+        *,
+        include_compressed: bool = False,
+        **filters: Unpack[SessionQueryFields],
     ) -> SessionPage:
         """Async :meth:`SessionStore.list_sessions`."""
         return await self._run(
@@ -285,7 +312,7 @@ class AsyncSessionStore:
         query: str | SearchQuery,
         *,
         group: Literal["lineage"] | None = None,
-        **filters: Any,
+        **filters: Unpack[SearchQueryFields],
     ) -> list[SearchHit]:
         """Async :meth:`SessionStore.search`."""
         return await self._run(self.store.search, query, group=group, **filters)
@@ -318,6 +345,6 @@ class AsyncSessionStore:
         """Async :meth:`SessionStore.erase_user`."""
         return await self._run(self.store.erase_user, user_id)
 
-    async def rebuild_index(self) -> int:
-        """Async :meth:`SessionStore.rebuild_index`."""
-        return await self._run(self.store.rebuild_index)
+    async def rebuild_routing(self) -> int:
+        """Async :meth:`SessionStore.rebuild_routing`."""
+        return await self._run(self.store.rebuild_routing)

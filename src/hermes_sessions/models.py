@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CONVENTIONAL_CHAT_TYPES",
     "PLATFORM_CHAT_TYPES",
+    "EndReason",
     "JSONObject",
     "Message",
     "MessageContent",
     "ResetDecision",
     "ResetReason",
+    "RotateReason",
     "SessionEntry",
     "SessionRecord",
     "SessionSource",
@@ -49,6 +51,38 @@ MessageContent: TypeAlias = str | list[JSONObject] | None
 
 ResetReason: TypeAlias = Literal["idle", "daily", "suspended"]
 """Why a session was reset automatically.
+
+.. versionadded:: 0.1.0
+"""
+
+EndReason: TypeAlias = Literal[
+    "session_reset",
+    "idle",
+    "daily",
+    "suspended",
+    "session_switch",
+    "compression",
+    "branched",
+    "pruned",
+]
+"""Why the library ends a session. Hosts may end sessions with reasons of their own, so
+``SessionRecord.end_reason`` and the backends' ``end_session`` take any string.
+
+.. versionadded:: 0.1.0
+"""
+
+RotateReason: TypeAlias = Literal[
+    "created",
+    "idle",
+    "daily",
+    "suspended",
+    "session_reset",
+    "session_switch",
+    "branched",
+    "compression",
+]
+"""Why a key's session id changed (``RotateEvent.reason``): first contact, an automatic reset,
+``/new``, ``/resume``, ``/branch`` or compression.
 
 .. versionadded:: 0.1.0
 """
@@ -416,6 +450,7 @@ class SessionRecord:
     parent_session_id: str | None = attrs.field(default=None, validator=_optional_session_id)
     ended_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
     end_reason: str | None = _text_field()
+    """Why the session ended (:data:`EndReason`, or a host's own string); ``None`` while open."""
     last_active_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
     """Time of the newest message (backends keep it; ``started_at`` until the first message)."""
     message_count: int = attrs.field(default=0, validator=_non_negative)

@@ -10,7 +10,9 @@ A backend is two layers with different lifetimes plus one write that spans both:
   re-point keys) committed atomically or not at all. Every rotation goes through it: automatic
   resets, ``/new``, resume, branch and compression.
 
-Searching is a separate, optional ability (:class:`SupportsSearch`). ``hermes_sessions.testing``
+Optional abilities are separate protocols, checked with ``isinstance``: searching
+(:class:`SupportsSearch`; :class:`SearchableBackend` is a backend that has it) and scrubbing
+deleted text out of the files (:class:`SupportsScrub`). ``hermes_sessions.testing``
 holds the conformance suite that states these contracts as tests; ``docs/backends.md`` shows how
 to write a backend against it.
 
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import attrs
 
-from hermes_sessions.models import Message, SessionEntry, SessionRecord
+from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -43,6 +45,8 @@ __all__ = [
     "EntryWrite",
     "RotationPlan",
     "RoutingIndex",
+    "SearchableBackend",
+    "SupportsScrub",
     "SupportsSearch",
     "TranscriptStore",
 ]
@@ -60,6 +64,9 @@ class Clock(Protocol):
 class Capabilities:
     """What a backend can do; the conformance suite runs the tests that apply.
 
+    Optional methods are not flags here: a backend that searches implements
+    :class:`SupportsSearch`, one that scrubs :class:`SupportsScrub`.
+
     .. versionadded:: 0.1.0
     """
 
@@ -67,8 +74,6 @@ class Capabilities:
     """Data survives closing and reopening (and crashes)."""
     multiprocess: bool
     """Several processes may open the same data at once."""
-    search: bool
-    """The backend implements :class:`SupportsSearch`."""
 
 
 # -- the rotation plan -----------------------------------------------------------------------------
@@ -123,8 +128,9 @@ class RotationPlan:
     repoint: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_tuple)
     """``(from_session_id, to_session_id)``: move every key, whoever it belongs to."""
     entries: tuple[EntryWrite, ...] = attrs.field(default=(), converter=_tuple)
-    end: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_tuple)
-    """``(session_id, reason)`` pairs, ended unless still referenced."""
+    end: tuple[tuple[str, EndReason | str], ...] = attrs.field(default=(), converter=_tuple)
+    """``(session_id, reason)`` pairs, ended unless still referenced (a host may use its own
+    reasons beside :data:`~hermes_sessions.models.EndReason`)."""
     require_open: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     """Sessions that must not have ended (else ``ConflictError``)."""
 
@@ -212,8 +218,13 @@ class TranscriptStore(Protocol):
         """
         ...
 
-    def end_session(self, session_id: str, reason: str, *, at: datetime) -> SessionRecord:
-        """End a session; if it already ended, the first reason and time stay."""
+    def end_session(
+        self, session_id: str, reason: EndReason | str, *, at: datetime
+    ) -> SessionRecord:
+        """End a session; if it already ended, the first reason and time stay.
+
+        ``reason`` is one of :data:`~hermes_sessions.models.EndReason` or a host's own string.
+        """
         ...
 
     def reopen_session(self, session_id: str) -> SessionRecord:
@@ -292,20 +303,6 @@ class TranscriptStore(Protocol):
         ...
 
 
-class SupportsSearch(Protocol):
-    """Optional ability: full-text search with the shared query language.
-
-    Every backend must agree on which messages a query matches (``hermes_sessions.text`` is
-    the reference); scores are comparable only within one result list.
-
-    .. versionadded:: 0.1.0
-    """
-
-    def search(self, query: SearchQuery) -> list[SearchHit]:
-        """Return hits for ``query``: best first (``rank``), or by message time."""
-        ...
-
-
 @runtime_checkable
 class Backend(RoutingIndex, TranscriptStore, Protocol):
     """A complete storage backend: both layers, the atomic rotation, leases and lifecycle.
@@ -345,3 +342,42 @@ class Backend(RoutingIndex, TranscriptStore, Protocol):
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class SupportsSearch(Protocol):
+    """Optional ability: full-text search with the shared query language.
+
+    Every backend must agree on which messages a query matches (``hermes_sessions.text`` is
+    the reference); scores are comparable only within one result list. The store and the
+    conformance suite check for it with ``isinstance(backend, SupportsSearch)``.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """Return hits for ``query``: best first (``rank``), or by message time."""
+        ...
+
+
+@runtime_checkable
+class SupportsScrub(Protocol):
+    """Optional ability: make deleted text unrecoverable from the backend's files.
+
+    A backend that keeps deleted text in its files until maintenance (free pages, a write-ahead
+    log, an index awaiting a merge) offers it; :meth:`SessionStore.erase_user` calls it last.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def scrub(self) -> None:
+        """Remove the remains of deleted data from the files."""
+        ...
+
+
+@runtime_checkable
+class SearchableBackend(Backend, SupportsSearch, Protocol):
+    """A backend that also searches (what the conformance suite's search tests run against).
+
+    .. versionadded:: 0.1.0
+    """

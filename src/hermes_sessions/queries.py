@@ -11,7 +11,7 @@ import base64
 import binascii
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypedDict
 
 import attrs
 
@@ -31,9 +31,11 @@ __all__ = [
     "SearchHit",
     "SearchOrder",
     "SearchQuery",
+    "SearchQueryFields",
     "SessionOrder",
     "SessionPage",
     "SessionQuery",
+    "SessionQueryFields",
     "SessionSummary",
     "Visibility",
     "decode_cursor",
@@ -418,3 +420,58 @@ class SearchHit:
     """About 40 tokens of the message around the best match, matches marked."""
     spans: tuple[tuple[int, int], ...]
     """Character offsets ``(start, end)`` of the matches in the message's searchable text."""
+
+
+# -- the query fields as keyword arguments ---------------------------------------------------------
+
+
+class SessionQueryFields(TypedDict, total=False):
+    """The fields of :class:`SessionQuery` as keywords (``store.list_sessions(ended=True)``).
+
+    .. versionadded:: 0.1.0
+    """
+
+    sources: Iterable[str] | None
+    exclude_sources: Iterable[str]
+    session_key: str | None
+    user_id: str | None
+    archived: bool | None
+    ended: bool | None
+    exclude_end_reasons: Iterable[str]
+    min_messages: int
+    started_after: datetime | None
+    started_before: datetime | None
+    active_after: datetime | None
+    active_before: datetime | None
+    parent_session_id: str | None
+    id_prefix: str | None
+    title: str | None
+    title_lineage: str | None
+    visible_to: Visibility | None
+    order: SessionOrder
+    descending: bool
+    limit: int | None
+    cursor: str | None
+
+
+class SearchQueryFields(TypedDict, total=False):
+    """The fields of :class:`SearchQuery` but ``text``, as keywords (``search("x", limit=5)``).
+
+    .. versionadded:: 0.1.0
+    """
+
+    sources: Iterable[str] | None
+    exclude_sources: Iterable[str]
+    roles: Iterable[str] | None
+    session_key: str | None
+    session_ids: Iterable[str] | None
+    exclude_session_ids: Iterable[str]
+    user_id: str | None
+    since: datetime | None
+    until: datetime | None
+    include_inactive: bool
+    archived: bool | None
+    visible_to: Visibility | None
+    order: SearchOrder
+    limit: int | None
+    offset: int

@@ -82,7 +82,7 @@ class InMemoryBackend(ClosesOnExit):
 
     def capabilities(self) -> Capabilities:
         """Not persistent, single process, searchable."""
-        return Capabilities(persistent=False, multiprocess=False, search=True)
+        return Capabilities(persistent=False, multiprocess=False)
 
     def close(self) -> None:
         """Drop everything; later calls raise ``BackendClosedError``."""

@@ -1,19 +1,19 @@
 """The session lifecycle on top of any backend: :class:`SessionStore` and what it returns.
 
-``SessionStore`` lives in ``_session_store``; each of its concerns (rotations and plans, lineage,
-views, housekeeping) in a private module named for it. This package re-exports the public names.
+``SessionStore`` lives in ``_session_store``; each of its concerns in a private module named for
+it: ``_rotations`` (rotation plans, the reset policy, the compression lease), ``_lineage``
+(lineage, the compression tip, the branch marker), ``_targets`` (resume targets), ``_titles``,
+``_edits`` (rewinds, recalls and edits), ``_views`` (listings, grouped search, context) and
+``_housekeeping`` (prune, erase, rebuilding routing). This package re-exports the public names.
 """
 
 from __future__ import annotations
 
-from hermes_sessions.store._session_store import RotateEvent, SessionLookup, SessionStore
-from hermes_sessions.store._views import (
-    AnchoredView,
-    EraseReport,
-    Lineage,
-    LineageLink,
-    PruneReport,
-)
+from hermes_sessions.store._housekeeping import EraseReport, PruneReport
+from hermes_sessions.store._lineage import Lineage, LineageLink
+from hermes_sessions.store._rotations import RotateEvent, SessionLookup
+from hermes_sessions.store._session_store import SessionStore, StoreOptions
+from hermes_sessions.store._views import AnchoredView
 
 __all__ = [
     "AnchoredView",
@@ -24,4 +24,5 @@ __all__ = [
     "RotateEvent",
     "SessionLookup",
     "SessionStore",
+    "StoreOptions",
 ]

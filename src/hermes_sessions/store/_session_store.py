@@ -7,6 +7,8 @@ change of a key's session — automatic resets, ``/new``, resume, branch, compre
 threads, processes or hosts surface as :class:`~hermes_sessions.exceptions.ConflictError` inside
 the store, which re-reads and decides again; callers see one session per key.
 
+The methods delegate to the private modules of this package, one per concern.
+
 Time comes from an injected clock; nothing here calls ``datetime.now()`` directly.
 """
 
@@ -17,81 +19,62 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, TypedDict, Unpack
 
 import attrs
 
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.closing import ClosesOnExit
-from hermes_sessions.exceptions import (
-    ConflictError,
-    LeaseHeldError,
-    SessionNotFoundError,
-    TitleConflictError,
-)
-from hermes_sessions.ids import new_session_id, validate_session_id
+from hermes_sessions.exceptions import ConflictError, SessionNotFoundError
+from hermes_sessions.ids import validate_session_id
 from hermes_sessions.keys import KeyPolicy
 from hermes_sessions.models import (
     Message,
-    ResetDecision,
+    MessageContent,
+    RotateReason,
     SessionEntry,
     SessionRecord,
     stamped,
 )
-from hermes_sessions.policy import ResetPolicies, evaluate_reset
-from hermes_sessions.protocols import Backend, Clock, EntryWrite, RotationPlan
-from hermes_sessions.store._views import StoreViews
-from hermes_sessions.titles import MAX_TITLE_LENGTH, next_title_in_lineage, sanitize_title
+from hermes_sessions.policy import ResetPolicies
+from hermes_sessions.protocols import Backend, Clock, RotationPlan
+from hermes_sessions.queries import SearchQuery, SessionQuery
+from hermes_sessions.store import _edits, _housekeeping, _lineage, _rotations, _titles, _views
+from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
+from hermes_sessions.store._targets import ResumeFilter, TargetResolver
+from hermes_sessions.titles import sanitize_title
 
 if TYPE_CHECKING:
     from hermes_sessions.models import SessionSource
+    from hermes_sessions.queries import (
+        SearchHit,
+        SearchQueryFields,
+        SessionPage,
+        SessionQueryFields,
+    )
+    from hermes_sessions.store._housekeeping import EraseReport, PruneReport
+    from hermes_sessions.store._lineage import Lineage
+    from hermes_sessions.store._views import AnchoredView
 
-__all__ = ["RotateEvent", "SessionLookup", "SessionStore"]
+__all__ = ["SessionStore", "StoreOptions"]
 
 logger = logging.getLogger(__name__)
-
-MAX_ATTEMPTS: Final = 16
-"""How often an operation re-reads and retries after losing a compare-and-swap race."""
-
-BRANCH_MARKER: Final = "_branched_from"
-"""Key in a branch's ``model_config`` naming the session it was copied from (as Hermes does)."""
 
 DEFAULT_LEASE_TTL: Final = timedelta(minutes=10)
 
 
-@attrs.frozen(kw_only=True)
-class SessionLookup:
-    """What :meth:`SessionStore.get_or_create` found.
-
-    ``created`` is true on first contact, after an automatic reset and with ``force_new``;
-    ``reset`` says why an automatic reset happened (``idle``, ``daily`` or ``suspended``).
+class StoreOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`SessionStore` besides its backend (for ``open``).
 
     .. versionadded:: 0.1.0
     """
 
-    entry: SessionEntry
-    created: bool
-    reset: ResetDecision | None = None
-
-    @property
-    def session_id(self) -> str:
-        """The current session id of the key."""
-        return self.entry.session_id
-
-
-@attrs.frozen(kw_only=True)
-class RotateEvent:
-    """A key's session id changed (passed to ``on_rotate`` callbacks).
-
-    .. versionadded:: 0.1.0
-    """
-
-    session_key: str
-    old_session_id: str | None
-    new_session_id: str
-    reason: str
-    """``idle``, ``daily``, ``suspended``, ``session_reset``, ``session_switch``, ``branched``
-    or ``compression``."""
+    keys: KeyPolicy
+    resets: ResetPolicies
+    clock: Clock
+    active_work: Callable[[str], bool] | None
+    redact: Callable[[Message], Message]
+    lease_ttl: timedelta
 
 
 def _identity(message: Message) -> Message:
@@ -99,7 +82,7 @@ def _identity(message: Message) -> Message:
 
 
 @attrs.define(eq=False)
-class SessionStore(StoreViews, ClosesOnExit):
+class SessionStore(ClosesOnExit):
     """The session lifecycle: keys, resets, transcripts, resume, branch, compress, search.
 
     Args:
@@ -133,7 +116,7 @@ class SessionStore(StoreViews, ClosesOnExit):
         cls,
         home: Path | str | None = None,
         backend: Literal["sqlite", "jsonl", "memory"] = "sqlite",
-        **options: Any,
+        **options: Unpack[StoreOptions],
     ) -> SessionStore:
         """Open a store under ``home`` (default: :func:`~hermes_sessions.paths.default_home`).
 
@@ -168,6 +151,17 @@ class SessionStore(StoreViews, ClosesOnExit):
                 except Exception:
                     logger.exception("on_rotate callback %r failed for %s", callback, event)
 
+    def _rotate_one(
+        self, plan: RotationPlan, old_session_id: str | None, reason: RotateReason
+    ) -> SessionEntry | None:
+        """Apply a plan writing one entry; ``None`` if another writer changed the key first."""
+        try:
+            written = self.backend.apply(plan)
+        except ConflictError:
+            return None
+        self._notify(_rotations.events(written, old_session_id, reason))
+        return written[0]
+
     # -- the per-message entry point ---------------------------------------------------------------
 
     def key_for(self, source: SessionSource) -> str:
@@ -183,155 +177,42 @@ class SessionStore(StoreViews, ClosesOnExit):
         calls for one key — from threads, processes or hosts — yield one session.
         """
         key = self.key_for(source)
-        for _ in range(MAX_ATTEMPTS):
+        for _ in range(_rotations.MAX_ATTEMPTS):
             now = self.clock.now()
             entry = self.backend.get_entry(key)
             if entry is None:
                 created = self._first_contact(key, source, now)
                 if created is not None:
-                    return created
+                    return SessionLookup(entry=created, created=True)
                 continue
-            reason = self._expiry(entry, source, now)
+            policy = _rotations.policy_for(self.resets, entry, source)
+            reason = _rotations.expiry(policy, entry, now, self.active_work)
             if reason is None and not force_new:
                 return SessionLookup(entry=entry, created=False)
             rotated = self._rotate(entry, source, now, reason or "session_reset")
             if rotated is not None:
                 decision = None
                 if reason is not None:
-                    decision = ResetDecision(
-                        reason=reason,
-                        previous_session_id=entry.session_id,
-                        notify=self._policy(entry, source).notifies(source.platform),
-                    )
+                    decision = _rotations.reset_decision(reason, entry, policy, source.platform)
                 return SessionLookup(entry=rotated, created=True, reset=decision)
         raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
 
-    def _policy(self, entry: SessionEntry, source: SessionSource) -> Any:
-        return self.resets.for_source(
-            entry.platform or source.platform, entry.chat_type or source.chat_type
-        )
-
-    def _expiry(
-        self, entry: SessionEntry, source: SessionSource, now: datetime
-    ) -> Literal["idle", "daily", "suspended"] | None:
-        if entry.suspended:
-            return "suspended"
-        policy = self._policy(entry, source)
-        reason = evaluate_reset(policy, last_activity=entry.updated_at, now=now)
-        if (
-            reason is not None
-            and self.active_work is not None
-            and self.active_work(entry.session_key)
-        ):
-            reason = evaluate_reset(
-                policy, last_activity=entry.updated_at, now=now, active_work=True
-            )
-        return reason
-
-    def _new_record(
-        self, key: str, source: SessionSource, now: datetime, **fields: Any
-    ) -> SessionRecord:
-        return SessionRecord(
-            id=new_session_id(now),
-            source=source.platform,
-            session_key=key,
-            user_id=self.keys.canonical(source.platform, source.participant),
-            started_at=now,
-            **fields,
-        )
-
-    def _new_entry(
-        self, key: str, session_id: str, source: SessionSource, now: datetime
-    ) -> SessionEntry:
-        names = [name for name in (source.user_name, source.chat_name) if name]
-        return SessionEntry(
-            session_key=key,
-            session_id=session_id,
-            created_at=now,
-            updated_at=now,
-            origin=source,
-            display_name=" @ ".join(names) or None,
-            platform=source.platform,
-            chat_type=source.chat_type,
-        )
-
-    def _first_contact(
-        self, key: str, source: SessionSource, now: datetime
-    ) -> SessionLookup | None:
-        record = self._new_record(key, source, now)
-        entry = self._new_entry(key, record.id, source, now)
-        plan = RotationPlan(
-            at=now, create=record, entries=[EntryWrite(entry=entry, expected_revision=None)]
-        )
-        try:
-            (stored,) = self.backend.apply(plan)
-        except ConflictError:
-            return None
-        self._notify(
-            [
-                RotateEvent(
-                    session_key=key, old_session_id=None, new_session_id=record.id, reason="created"
-                )
-            ]
-        )
-        return SessionLookup(entry=stored, created=True)
+    def _first_contact(self, key: str, source: SessionSource, now: datetime) -> SessionEntry | None:
+        plan = _rotations.first_contact_plan(self.keys, key, source, now)
+        return self._rotate_one(plan, None, "created")
 
     def _rotate(
         self,
         entry: SessionEntry,
         source: SessionSource,
         now: datetime,
-        reason: str,
+        reason: SwitchReason,
         *,
         title: str | None = None,
     ) -> SessionEntry | None:
         """Replace ``entry``'s session by a new one; ``None`` if the entry moved on meanwhile."""
-        record = self._new_record(entry.session_key, source, now, title=title)
-        new_entry = attrs.evolve(
-            self._new_entry(entry.session_key, record.id, source, now),
-            origin=entry.origin or source,
-        )
-        return self._switch(entry, new_entry, reason, now, create=record)
-
-    def _switch(
-        self, entry: SessionEntry, target: SessionEntry, reason: str, now: datetime, **plan: Any
-    ) -> SessionEntry | None:
-        """Move ``entry``'s key to ``target`` and end the session it leaves, in one plan.
-
-        ``plan`` adds to the rotation (a session to create, messages, sessions to reopen).
-        Returns the stored entry, or ``None`` if another writer changed the key first.
-        """
-        try:
-            (stored,) = self.backend.apply(
-                RotationPlan(
-                    at=now,
-                    entries=[EntryWrite(entry=target, expected_revision=entry.revision)],
-                    end=[(entry.session_id, reason)],
-                    **plan,
-                )
-            )
-        except ConflictError:
-            return None
-        self._notify(
-            [
-                RotateEvent(
-                    session_key=entry.session_key,
-                    old_session_id=entry.session_id,
-                    new_session_id=target.session_id,
-                    reason=reason,
-                )
-            ]
-        )
-        return stored
-
-    @staticmethod
-    def _retrying(key: str, attempt: Callable[[], SessionEntry | None]) -> SessionEntry:
-        """Run ``attempt`` until it does not lose a race (``None``), a bounded number of times."""
-        for _ in range(MAX_ATTEMPTS):
-            result = attempt()
-            if result is not None:
-                return result
-        raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
+        plan = _rotations.new_session_plan(self.keys, entry, source, now, reason, title=title)
+        return self._rotate_one(plan, entry.session_id, reason)
 
     # -- transcripts -------------------------------------------------------------------------------
 
@@ -404,32 +285,36 @@ class SessionStore(StoreViews, ClosesOnExit):
 
     # -- key flags ---------------------------------------------------------------------------------
 
-    def _update_entry(self, key: str, **changes: Any) -> SessionEntry:
+    def _update_entry(
+        self, key: str, change: Callable[[SessionEntry], SessionEntry]
+    ) -> SessionEntry:
         def attempt() -> SessionEntry | None:
             entry = self.entry(key)
             try:
-                return self.backend.put_entry(
-                    attrs.evolve(entry, **changes), expected_revision=entry.revision
-                )
+                return self.backend.put_entry(change(entry), expected_revision=entry.revision)
             except ConflictError:
                 return None
 
-        return self._retrying(key, attempt)
+        return _rotations.retrying(key, attempt)
 
     def suspend(self, key: str) -> SessionEntry:
         """Mark ``key`` suspended: its next message starts a new session (reason ``suspended``)."""
-        return self._update_entry(key, suspended=True)
+        return self._update_entry(key, lambda entry: attrs.evolve(entry, suspended=True))
 
     def mark_resume_pending(self, key: str, reason: str) -> SessionEntry:
         """Flag that the key's session should be resumed (for example after a restart).
 
         The flag does not bypass the reset policy: an expired session still rotates.
         """
-        return self._update_entry(key, resume_pending=True, resume_reason=reason)
+        return self._update_entry(
+            key, lambda entry: attrs.evolve(entry, resume_pending=True, resume_reason=reason)
+        )
 
     def clear_resume_pending(self, key: str) -> SessionEntry:
         """Clear the resume flag (after a successful turn)."""
-        return self._update_entry(key, resume_pending=False, resume_reason=None)
+        return self._update_entry(
+            key, lambda entry: attrs.evolve(entry, resume_pending=False, resume_reason=None)
+        )
 
     # -- explicit rotations ------------------------------------------------------------------------
 
@@ -442,12 +327,13 @@ class SessionStore(StoreViews, ClosesOnExit):
 
         def attempt() -> SessionEntry | None:
             entry = self.entry(key)
-            source = entry.origin or _source_of(self.session(entry.session_id))
+            source = entry.origin or _rotations.source_of(self.session(entry.session_id))
             if clean is not None:
-                self._check_title_free(clean, _owner_of_new(self, key, source), exclude=None)
+                owner = _titles.owner_of_new(self.keys, key, source)
+                _titles.check_title_free(self.backend, clean, owner, exclude=None)
             return self._rotate(entry, source, self.clock.now(), "session_reset", title=clean)
 
-        return self._retrying(key, attempt)
+        return _rotations.retrying(key, attempt)
 
     def resume(
         self,
@@ -455,7 +341,7 @@ class SessionStore(StoreViews, ClosesOnExit):
         target: str,
         *,
         requester: SessionSource | None = None,
-        allow: Callable[[SessionSource | None, SessionRecord], bool] | None = None,
+        allow: ResumeFilter | None = None,
     ) -> SessionEntry:
         """``/resume``: point ``key`` at an earlier session; the one left ends ``session_switch``.
 
@@ -468,7 +354,14 @@ class SessionStore(StoreViews, ClosesOnExit):
 
         def attempt() -> SessionEntry | None:
             entry = self.entry(key)
-            record = self._resolve_target(key, target, requester or entry.origin, allow)
+            resolver = TargetResolver(
+                backend=self.backend,
+                keys=self.keys,
+                key=key,
+                requester=requester or entry.origin,
+                allow=allow,
+            )
+            record = resolver.resolve(target)
             if record.id == entry.session_id:
                 return self.touch(key)
             now = self.clock.now()
@@ -476,9 +369,10 @@ class SessionStore(StoreViews, ClosesOnExit):
                 entry, session_id=record.id, updated_at=max(now, entry.updated_at), suspended=False
             )
             reopen = [record.id] if record.is_ended else []
-            return self._switch(entry, moved, "session_switch", now, reopen=reopen)
+            plan = _rotations.switch_plan(entry, moved, "session_switch", now, reopen=reopen)
+            return self._rotate_one(plan, entry.session_id, "session_switch")
 
-        return self._retrying(key, attempt)
+        return _rotations.retrying(key, attempt)
 
     def branch(self, key: str, *, title: str | None = None) -> SessionEntry:
         """``/branch``: copy the key's transcript into a child session and switch to it.
@@ -491,26 +385,22 @@ class SessionStore(StoreViews, ClosesOnExit):
         def attempt() -> SessionEntry | None:
             entry = self.entry(key)
             parent = self.session(entry.session_id)
-            owner = _owner(parent)
+            owner = _titles.owner(parent)
             clean = sanitize_title(title)
             if clean is None:
-                base = parent.title or "branch"
-                clean = _next_title(base, self._titles_in_lineage(base, owner))
+                clean = _titles.next_title(self.backend, parent.title or "branch", owner)
             else:
-                self._check_title_free(clean, owner, exclude=None)
+                _titles.check_title_free(self.backend, clean, owner, exclude=None)
             now = self.clock.now()
-            child = _child_of(
-                parent,
-                now,
-                title=clean,
-                model_config={**parent.model_config, BRANCH_MARKER: parent.id},
-                archived=False,
-            )
-            copies = [_copy(m) for m in self.backend.get_messages(parent.id)]
+            child = _rotations.branch_child(parent, now, clean)
+            copies = [_rotations.copy(m) for m in self.backend.get_messages(parent.id)]
             moved = attrs.evolve(entry, session_id=child.id, updated_at=max(now, entry.updated_at))
-            return self._switch(entry, moved, "branched", now, create=child, messages=copies)
+            plan = _rotations.switch_plan(
+                entry, moved, "branched", now, create=child, messages=copies
+            )
+            return self._rotate_one(plan, entry.session_id, "branched")
 
-        return self._retrying(key, attempt)
+        return _rotations.retrying(key, attempt)
 
     @contextlib.contextmanager
     def compression_lease(self, session_id: str, holder: str) -> Iterator[None]:
@@ -520,15 +410,9 @@ class SessionStore(StoreViews, ClosesOnExit):
         same ``holder`` inside the block succeeds; other holders are refused until it ends.
         """
         validate_session_id(session_id)
-        resource = f"compress:{session_id}"
-        if not self.backend.acquire_lease(
-            resource, holder, ttl=self.lease_ttl, now=self.clock.now()
-        ):
-            raise LeaseHeldError(resource, holder)
-        try:
+        now = self.clock.now()
+        with _rotations.leased(self.backend, f"compress:{session_id}", holder, self.lease_ttl, now):
             yield
-        finally:
-            self.backend.release_lease(resource, holder)
 
     def compress(
         self, session_id: str, messages: Sequence[Message], *, holder: str
@@ -547,50 +431,18 @@ class SessionStore(StoreViews, ClosesOnExit):
                 raise ConflictError(session_id=session_id)
             title = None
             if parent.title is not None:
-                title = _next_title(
-                    parent.title, self._titles_in_lineage(parent.title, _owner(parent))
-                )
+                title = _titles.next_title(self.backend, parent.title, _titles.owner(parent))
             now = self.clock.now()
-            child = _child_of(parent, now, title=title)
+            child = _rotations.compression_child(parent, now, title)
             prepared = [
-                self.redact(_copy(stamped(m, timestamp=m.timestamp or now))) for m in messages
+                self.redact(_rotations.copy(stamped(m, timestamp=m.timestamp or now)))
+                for m in messages
             ]
-            written = self.backend.apply(
-                RotationPlan(
-                    at=now,
-                    create=child,
-                    messages=prepared,
-                    repoint=[(parent.id, child.id)],
-                    end=[(parent.id, "compression")],
-                    require_open=[parent.id],
-                )
-            )
-        self._notify(
-            [
-                RotateEvent(
-                    session_key=entry.session_key,
-                    old_session_id=parent.id,
-                    new_session_id=child.id,
-                    reason="compression",
-                )
-                for entry in written
-            ]
-        )
+            written = self.backend.apply(_rotations.compression_plan(parent, child, prepared, now))
+        self._notify(_rotations.events(written, parent.id, "compression"))
         return self.session(child.id)
 
     # -- rewinds and platform edits ----------------------------------------------------------------
-
-    def _user_turns(self, session_id: str, count: int) -> list[Message]:
-        """The last ``count`` active user messages, newest first (pages backwards)."""
-        found: list[Message] = []
-        before: int | None = None
-        while len(found) < count:
-            page = self.backend.get_messages(session_id, before_id=before, limit=64, from_end=True)
-            if not page:
-                break
-            found.extend(m for m in reversed(page) if m.role == "user")
-            before = page[0].id
-        return found[:count]
 
     def retry(self, session_id: str) -> Message | None:
         """Delete (for good) the last user turn and everything after it; return that user message.
@@ -599,13 +451,7 @@ class SessionStore(StoreViews, ClosesOnExit):
         no user message.
         """
         validate_session_id(session_id)
-        turns = self._user_turns(session_id, 1)
-        if not turns:
-            return None
-        last = turns[0]
-        doomed = self.backend.get_messages(session_id, after_id=last.id, include_inactive=True)
-        self.backend.delete_messages(session_id, [last.id or 0] + [m.id or 0 for m in doomed])
-        return last
+        return _edits.retry(self.backend, session_id)
 
     def undo(self, session_id: str, n: int = 1) -> list[Message]:
         """Soft-delete back to the ``n``-th most recent user message; return what was removed.
@@ -616,13 +462,7 @@ class SessionStore(StoreViews, ClosesOnExit):
         validate_session_id(session_id)
         if n < 1:
             raise ValueError(f"undo needs n >= 1, got {n}")
-        turns = self._user_turns(session_id, n)
-        if not turns:
-            return []
-        first = turns[-1]
-        removed = [first, *self.backend.get_messages(session_id, after_id=first.id)]
-        self.backend.set_active(session_id, [m.id or 0 for m in removed], active=False)
-        return [attrs.evolve(m, active=False) for m in removed]
+        return _edits.undo(self.backend, session_id, n)
 
     def restore(self, session_id: str, messages: Sequence[Message | int]) -> int:
         """Bring back soft-deleted messages (by message or id); return how many came back."""
@@ -633,22 +473,12 @@ class SessionStore(StoreViews, ClosesOnExit):
     def retract(self, session_id: str, platform_message_id: str) -> Message | None:
         """The platform recalled a message (撤回): soft-delete it. ``None`` if it is unknown."""
         validate_session_id(session_id)
-        message = self.backend.find_message(session_id, platform_message_id)
-        if message is None:
-            return None
-        self.backend.set_active(session_id, [message.id or 0], active=False)
-        return attrs.evolve(message, active=False)
+        return _edits.retract(self.backend, session_id, platform_message_id)
 
-    def edit(self, session_id: str, platform_message_id: str, content: Any) -> Message:
+    def edit(self, session_id: str, platform_message_id: str, content: MessageContent) -> Message:
         """The platform edited a message: replace its content (re-indexed, redacted)."""
         validate_session_id(session_id)
-        message = self.backend.find_message(session_id, platform_message_id)
-        if message is None:
-            raise SessionNotFoundError(
-                session_id=session_id, hint=f"it has no message {platform_message_id!r}"
-            )
-        updated = self.redact(attrs.evolve(message, content=content))
-        return self.backend.replace_message(session_id, message.id or 0, updated)
+        return _edits.edit(self.backend, self.redact, session_id, platform_message_id, content)
 
     # -- titles ------------------------------------------------------------------------------------
 
@@ -662,66 +492,110 @@ class SessionStore(StoreViews, ClosesOnExit):
         record = self.session(session_id)
         clean = sanitize_title(title)
         if clean is not None:
-            self._check_title_free(clean, _owner(record), exclude=record.id)
+            owner = _titles.owner(record)
+            _titles.check_title_free(self.backend, clean, owner, exclude=record.id)
         return self.backend.update_session(session_id, values={"title": clean})
 
-    def _owned(self, owner: tuple[str, ...], **filters: Any) -> list[SessionRecord]:
-        from hermes_sessions.queries import SessionQuery  # noqa: PLC0415  # cheap, avoids a cycle
+    # -- listing, lineage and search ---------------------------------------------------------------
 
-        page = self.backend.list_sessions(SessionQuery(limit=None, **filters))
-        return [item.record for item in page.items if _owner(item.record) == owner]
+    def list_sessions(
+        self,
+        query: SessionQuery | None = None,
+        *,
+        include_compressed: bool = False,
+        **filters: Unpack[SessionQueryFields],
+    ) -> SessionPage:
+        """One page of sessions, most recently active first (see :class:`SessionQuery`).
 
-    def _check_title_free(self, title: str, owner: tuple[str, ...], *, exclude: str | None) -> None:
-        for record in self._owned(owner, title=title):
-            if record.id != exclude and record.title is not None:
-                raise TitleConflictError(title, record.id)
+        Pass a ``SessionQuery`` or its fields as keywords. A compressed conversation shows as
+        its newest descendant: sessions ended by compression are left out unless
+        ``include_compressed``.
+        """
+        query = query if query is not None else SessionQuery(**filters)
+        return _views.list_sessions(self.backend, query, include_compressed=include_compressed)
 
-    def _titles_in_lineage(self, title: str, owner: tuple[str, ...]) -> set[str]:
-        return {r.title for r in self._owned(owner, title_lineage=title) if r.title is not None}
+    def lineage(self, session_id: str) -> Lineage:
+        """The session's family: its ancestors and all their descendants, root first."""
+        return _lineage.lineage_of(self.backend, session_id)
 
+    def search(
+        self,
+        query: str | SearchQuery,
+        *,
+        group: Literal["lineage"] | None = None,
+        **filters: Unpack[SearchQueryFields],
+    ) -> list[SearchHit]:
+        """Full-text search across sessions (query language: ``docs/search.md``).
 
-def _owner(record: SessionRecord) -> tuple[str, ...]:
-    """Who owns a session's title: platform + user, else the creating key, else the platform."""
-    if record.user_id:
-        return ("user", record.source, record.user_id)
-    if record.session_key:
-        return ("key", record.session_key)
-    return ("source", record.source)
+        Pass the query text with :class:`SearchQuery` fields as keywords, or a ``SearchQuery``.
+        ``group="lineage"`` keeps only the best hit per lineage root, so a compressed
+        conversation counts once. A backend that does not implement
+        :class:`~hermes_sessions.protocols.SupportsSearch` raises ``TypeError``.
+        """
+        if isinstance(query, str):
+            query = SearchQuery(text=query, **filters)
+        return _views.search(self.backend, query, group=group)
 
+    # -- context -----------------------------------------------------------------------------------
 
-def _owner_of_new(store: SessionStore, key: str, source: SessionSource) -> tuple[str, ...]:
-    user = store.keys.canonical(source.platform, source.participant)
-    return ("user", source.platform, user) if user else ("key", key)
+    def messages_around(self, session_id: str, message_id: int, window: int = 5) -> list[Message]:
+        """Up to ``window`` active messages on each side of a message, and the message itself."""
+        return _views.messages_around(self.backend, session_id, message_id, window)
 
+    def anchored_view(
+        self,
+        session_id: str,
+        message_id: int,
+        *,
+        window: int = 5,
+        head: int = 2,
+        tail: int = 2,
+    ) -> AnchoredView:
+        """A search hit in context, for a model or a person to read.
 
-def _source_of(record: SessionRecord) -> SessionSource:
-    from hermes_sessions.models import SessionSource  # noqa: PLC0415
+        ``window`` user/assistant messages on each side of the anchor, plus the first ``head``
+        messages before that window and the last ``tail`` messages after it.
+        """
+        return _views.anchored_view(
+            self.backend, session_id, message_id, window=window, head=head, tail=tail
+        )
 
-    return SessionSource(platform=record.source, user_id=record.user_id)
+    # -- housekeeping ------------------------------------------------------------------------------
 
+    def prune(
+        self,
+        older_than: timedelta | datetime,
+        *,
+        dry_run: bool = True,
+        sources: Sequence[str] | None = None,
+    ) -> PruneReport:
+        """Delete ended sessions last active before the cutoff (a dry run unless told otherwise).
 
-def _child_of(parent: SessionRecord, now: datetime, **changes: Any) -> SessionRecord:
-    """A new open session continuing ``parent`` (compression, branch), started ``now``."""
-    return attrs.evolve(
-        parent,
-        id=new_session_id(now),
-        parent_session_id=parent.id,
-        started_at=now,
-        ended_at=None,
-        end_reason=None,
-        **changes,
-    )
+        A session a key points to is never pruned (that covers suspended and active-work keys).
+        Children of a pruned session are orphaned, not deleted.
+        """
+        cutoff = older_than if isinstance(older_than, datetime) else self.clock.now() - older_than
+        return _housekeeping.prune(self.backend, cutoff, dry_run=dry_run, sources=sources)
 
+    def erase_user(self, user_id: str) -> EraseReport:
+        """Remove everything of one user (right to erasure).
 
-def _copy(message: Message) -> Message:
-    """A message ready to be stored in another session (no id, no session)."""
-    return attrs.evolve(message, id=None, session_id=None)
+        Every session the user owns is deleted with the routing keys that point at it — unless
+        other people also spoke in it (a shared thread the user started): there, as in every
+        other session, only the messages the user sent (``sender_id``) are deleted and the
+        user's id is cleared from the record. This reads every transcript, so it is slow on
+        large stores. A backend that keeps deleted text in its files until maintenance
+        implements :class:`~hermes_sessions.protocols.SupportsScrub` (SQLite does: it merges
+        the search index and truncates the write-ahead log); ``scrub()`` is called at the end,
+        so the erased text is gone from the files.
+        """
+        return _housekeeping.erase_user(self.backend, user_id)
 
+    def rebuild_routing(self) -> int:
+        """Recreate missing routing entries from the ``session_key`` kept on session records.
 
-def _next_title(title: str, existing: set[str]) -> str:
-    """The next title of ``title``'s lineage, its base shortened if ``#N`` would not fit."""
-    proposed = next_title_in_lineage(title, existing)
-    if len(proposed) <= MAX_TITLE_LENGTH:
-        return proposed
-    base, _, number = proposed.rpartition(" #")
-    return f"{base[: MAX_TITLE_LENGTH - len(number) - 2].rstrip()} #{number}"
+        For each key without an entry, its most recently active *open* session becomes its
+        session again (a key whose sessions all ended gets a fresh one on its next message).
+        Existing entries are left alone. Returns how many entries were created.
+        """
+        return _housekeeping.rebuild_routing(self.backend)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import stat
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pytest
 
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, SessionSource
-from hermes_sessions.protocols import Backend, EntryWrite, RotationPlan, SupportsSearch
+from hermes_sessions.protocols import Backend, EntryWrite, RotationPlan, SearchableBackend
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -36,10 +36,6 @@ T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 def minutes(n: float) -> datetime:
     """``T0`` plus ``n`` minutes."""
     return T0 + timedelta(minutes=n)
-
-
-class SearchableBackend(Backend, SupportsSearch, Protocol):
-    """A backend that also searches."""
 
 
 def record(session_id: str, **fields: Any) -> SessionRecord:
@@ -118,9 +114,9 @@ class ContractBase:
     @pytest.fixture
     def searchable(self, backend: Backend) -> SearchableBackend:
         """The backend under test, if it can search (else the test is skipped)."""
-        if not backend.capabilities().search:
-            pytest.skip("the backend does not declare the search capability")
-        return cast("SearchableBackend", backend)
+        if not isinstance(backend, SearchableBackend):
+            pytest.skip("the backend does not implement SupportsSearch")
+        return backend
 
     @pytest.fixture
     def reopen(self, backend: Backend, data_dir: Path) -> Iterator[Callable[[], Backend]]:

@@ -141,7 +141,7 @@ class JSONLBackend(ClosesOnExit):
 
     def capabilities(self) -> Capabilities:
         """Persistent, multi-process, searchable."""
-        return Capabilities(persistent=True, multiprocess=True, search=True)
+        return Capabilities(persistent=True, multiprocess=True)
 
     def close(self) -> None:
         """Release the journal and the cache; later calls raise ``BackendClosedError``."""

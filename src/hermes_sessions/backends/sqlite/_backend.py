@@ -135,7 +135,7 @@ class SQLiteBackend(Connections, ClosesOnExit):
 
     def capabilities(self) -> Capabilities:
         """Persistent, multi-process, searchable."""
-        return Capabilities(persistent=True, multiprocess=True, search=True)
+        return Capabilities(persistent=True, multiprocess=True)
 
     # -- routing index -----------------------------------------------------------------------------
 

@@ -112,7 +112,7 @@ def test_erase_user_survives_a_concurrent_entry_write(racing):
     assert ours.backend.get_entry(key) is None
 
 
-def test_rebuild_index_skips_keys_recreated_meanwhile(racing):
+def test_rebuild_routing_skips_keys_recreated_meanwhile(racing):
     """If another writer recreates an entry during a rebuild, the rebuild leaves it alone."""
     ours, rival, proxy = racing
     lookup = ours.get_or_create(LIN)
@@ -124,5 +124,5 @@ def test_rebuild_index_skips_keys_recreated_meanwhile(racing):
             attrs.evolve(entry, suspended=True), expected_revision=None
         ),
     )
-    assert ours.rebuild_index() == 0
+    assert ours.rebuild_routing() == 0
     assert ours.entry(entry.session_key).suspended

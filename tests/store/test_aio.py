@@ -70,7 +70,7 @@ def test_a_conversation_through_the_async_api(astore, clock):
         clock.advance(days=90)
         assert (await astore.prune(timedelta(days=30))).dry_run
         assert (await astore.erase_user("someone-else")).sessions == ()
-        assert await astore.rebuild_index() == 0
+        assert await astore.rebuild_routing() == 0
         assert new.session_id != session_id
 
     run(scenario())
@@ -161,3 +161,15 @@ def test_custom_executor():
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sessions") as pool:
         astore = AsyncSessionStore(SessionStore(InMemoryBackend()), executor=pool)
         assert run(astore.get_or_create(LIN)).created
+
+
+def test_async_store_wraps_only_a_session_store():
+    """AsyncSessionStore rejects anything but a SessionStore, naming the expected type."""
+    with pytest.raises(TypeError, match="SessionStore"):
+        AsyncSessionStore(InMemoryBackend())  # type: ignore[arg-type]
+
+
+def test_async_store_rejects_a_non_executor(store):
+    """The executor, if given, must be a concurrent.futures.Executor."""
+    with pytest.raises(TypeError, match="Executor"):
+        AsyncSessionStore(store, executor="threads")  # type: ignore[arg-type]

@@ -1,0 +1,74 @@
+"""SessionStore transcript edits on every backend: /retry, /undo, restore, recalls and edits."""
+
+from __future__ import annotations
+
+import pytest
+from store_scenarios import DM, reply, user
+
+from hermes_sessions import SessionNotFoundError
+
+# -- rewinds and platform edits --------------------------------------------------------------------
+
+
+def test_retry_deletes_the_last_turn(store):
+    """Retry removes the last user message and everything after it, and returns it."""
+    session_id = store.get_or_create(DM).session_id
+    store.append(session_id, user("q1"), reply("a1"), user("q2"), reply("a2"), reply("a2b"))
+    last = store.retry(session_id)
+    assert last is not None
+    assert last.content == "q2"
+    assert [m.content for m in store.transcript(session_id, include_inactive=True)] == ["q1", "a1"]
+    assert store.session(session_id).message_count == 2
+
+
+def test_retry_without_a_user_message(store):
+    """Retry on a session with no user message returns None and changes nothing."""
+    session_id = store.get_or_create(DM).session_id
+    store.append(session_id, reply("hello"))
+    assert store.retry(session_id) is None
+    assert len(store.transcript(session_id)) == 1
+
+
+def test_undo_and_restore(store):
+    """Undo soft-deletes back to the n-th last user message; restore brings it back."""
+    session_id = store.get_or_create(DM).session_id
+    store.append(session_id, user("q1"), reply("a1"), user("q2"), reply("a2"), user("q3"))
+    removed = store.undo(session_id, 2)
+    assert [m.content for m in removed] == ["q2", "a2", "q3"]
+    assert all(not m.active for m in removed)
+    assert [m.content for m in store.transcript(session_id)] == ["q1", "a1"]
+    assert store.session(session_id).message_count == 2
+    assert store.restore(session_id, removed) == 3
+    assert len(store.transcript(session_id)) == 5
+    with pytest.raises(ValueError, match="n >= 1"):
+        store.undo(session_id, 0)
+
+
+def test_undo_pages_through_long_transcripts(store):
+    """Undo finds user messages far back in a long transcript."""
+    session_id = store.get_or_create(DM).session_id
+    store.append(session_id, user("start"), *(reply(f"r{n}") for n in range(150)))
+    removed = store.undo(session_id)
+    assert len(removed) == 151
+    assert store.undo(session_id) == []
+
+
+def test_retract_and_edit_by_platform_id(store):
+    """A recalled message is soft-deleted; an edited one is replaced and re-indexed."""
+    session_id = store.get_or_create(DM).session_id
+    store.append(
+        session_id,
+        user("typo teh", platform_message_id="om_1"),
+        user("oops", platform_message_id="om_2"),
+    )
+    edited = store.edit(session_id, "om_1", "typo the")
+    assert edited.content == "typo the"
+    assert store.search("teh") == []
+    assert len(store.search("typo")) == 1
+    retracted = store.retract(session_id, "om_2")
+    assert retracted is not None
+    assert not retracted.active
+    assert [m.content for m in store.transcript(session_id)] == ["typo the"]
+    assert store.retract(session_id, "om_404") is None
+    with pytest.raises(SessionNotFoundError):
+        store.edit(session_id, "om_404", "x")
