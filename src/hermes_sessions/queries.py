@@ -142,7 +142,9 @@ class Visibility:
 
 def encode_cursor(position: datetime, session_id: str) -> str:
     """An opaque cursor naming the position after which the next page starts."""
-    raw = json.dumps([position.isoformat(), session_id], separators=(",", ":"))
+    from hermes_sessions.serde import compact_json  # noqa: PLC0415  # queries loads without cattrs
+
+    raw = compact_json([position.isoformat(), session_id])
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 

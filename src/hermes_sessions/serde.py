@@ -14,9 +14,10 @@ Rules:
 from __future__ import annotations
 
 import functools
+import json
 import operator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
 import cattrs
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from hermes_sessions.models import JSONObject
 
 __all__ = [
+    "compact_json",
     "converter",
     "dump_datetime",
     "load_datetime",
@@ -45,6 +47,18 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def compact_json(value: object) -> str:
+    """``value`` as JSON with no spaces, non-ASCII text kept readable (the library's one encoder).
+
+    Built once and reused: it is on the path of every stored message.
+
+    .. versionadded:: 0.1.0
+    """
+    return _COMPACT.encode(value)
 
 
 def dump_datetime(value: datetime) -> str:
