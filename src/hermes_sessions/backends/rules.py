@@ -32,6 +32,7 @@ __all__ = [
     "Transcript",
     "apply_update",
     "check_plan",
+    "check_revision",
     "check_update",
     "fresh_record",
     "later",
@@ -496,12 +497,25 @@ class ResolvedPlan:
     """``(session_id, reason)`` of sessions no key points at after the plan, in plan order."""
 
 
+def check_revision(key: str, expected: int | None, actual: int | None) -> None:
+    """Raise ``ConflictError`` unless the key's ``actual`` revision is the ``expected`` one."""
+    if actual != expected:
+        raise ConflictError(key, expected_revision=expected, actual_revision=actual)
+
+
 def check_plan(
-    plan: RotationPlan, table: EntryTable, record_of: Callable[[str], SessionRecord | None]
+    plan: RotationPlan,
+    revision_of: Callable[[str], int | None],
+    record_of: Callable[[str], SessionRecord | None],
 ) -> None:
-    """Check a plan's preconditions; raise ``ConflictError`` or ``SessionNotFoundError``."""
+    """Check a plan's preconditions; raise ``ConflictError`` or ``SessionNotFoundError``.
+
+    ``revision_of`` gives a key's current revision (``None``: no entry) and ``record_of`` a
+    session's record (``None``: no such session), as the backend holds them now.
+    """
     for write in plan.entries:
-        table.check_revision(write.entry.session_key, write.expected_revision)
+        key = write.entry.session_key
+        check_revision(key, write.expected_revision, revision_of(key))
     for session_id in plan.require_open:
         record = record_of(session_id)
         if record is None:
@@ -513,7 +527,7 @@ def check_plan(
         raise ConflictError(session_id=created)
     needed = [w.entry.session_id for w in plan.entries] + [t for _, t in plan.repoint]
     needed += list(plan.reopen) + [s for s, _ in plan.end]
-    for session_id in needed:
+    for session_id in dict.fromkeys(needed):
         if session_id != created and record_of(session_id) is None:
             raise missing_session(session_id)
 
@@ -553,7 +567,12 @@ def resolve_plan(
     ``end`` lists the sessions no key points at after the plan; ending one that already ended
     must keep its first reason.
     """
-    check_plan(plan, table, record_of)
+
+    def revision_of(key: str) -> int | None:
+        entry = table.get(key)
+        return None if entry is None else entry.revision
+
+    check_plan(plan, revision_of, record_of)
     planned = _PlannedIndex(table)
     for source, target in plan.repoint:
         for key in sorted(planned.keys_at(source)):
