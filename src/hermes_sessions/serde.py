@@ -48,17 +48,26 @@ __all__ = [
 
 T = TypeVar("T")
 
-_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_COMPACT: Final = {
+    (ascii_only, finite): json.JSONEncoder(
+        ensure_ascii=ascii_only, allow_nan=not finite, separators=(",", ":")
+    )
+    for ascii_only in (False, True)
+    for finite in (False, True)
+}
 
 
-def compact_json(value: object) -> str:
-    """``value`` as JSON with no spaces, non-ASCII text kept readable (the library's one encoder).
+def compact_json(value: object, *, ascii_only: bool = False, finite: bool = False) -> str:
+    """``value`` as JSON with no spaces: the library's one encoder, for every stored line and row.
 
-    Built once and reused: it is on the path of every stored message.
+    Non-ASCII text stays readable unless ``ascii_only`` (then it is written as JSON escapes,
+    which can also carry lone surrogates; UTF-8 cannot). ``finite`` refuses NaN and the
+    infinities with ``ValueError``, as strict JSON readers require. The encoders are built once:
+    this is on the path of every stored message.
 
     .. versionadded:: 0.1.0
     """
-    return _COMPACT.encode(value)
+    return _COMPACT[ascii_only, finite].encode(value)
 
 
 def dump_datetime(value: datetime) -> str:

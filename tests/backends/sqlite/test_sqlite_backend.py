@@ -6,6 +6,7 @@ import sqlite3
 import stat
 from datetime import timedelta
 
+import attrs
 import pytest
 
 from hermes_sessions.backends import SQLiteBackend
@@ -128,3 +129,10 @@ def test_closing_during_a_call_raises_backend_closed(backend, monkeypatch):
         backend.get_session("s1")
     with pytest.raises(BackendClosedError):
         backend._connections.connection()
+
+
+def test_options_cannot_be_reassigned_once_open(backend):
+    """The options are read-only: the connections already use them, so a change is refused."""
+    with pytest.raises(attrs.exceptions.FrozenAttributeError):
+        backend.busy_timeout = 1.0
+    assert backend.busy_timeout == 5.0
