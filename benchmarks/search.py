@@ -207,7 +207,8 @@ def main() -> None:
         path = args.db or Path(scratch) / "state.db"
         corpus = Corpus()
         with SQLiteBackend(path) as backend:
-            stored = backend._connection().execute("SELECT count(*) FROM messages").fetchone()[0]  # noqa: SLF001
+            connection = backend._connections.connection()  # noqa: SLF001  # a raw count
+            stored = connection.execute("SELECT count(*) FROM messages").fetchone()[0]
             if stored == 0:
                 print(f"building {total:,} messages in {path} ...", flush=True)
                 seconds = build(backend, corpus, total)

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data.corpus import Corpus
 
 from hermes_sessions.backends import SQLiteBackend
-from hermes_sessions.backends.sqlite._rows import message_body
-from hermes_sessions.backends.sqlite._schema import message_tokens, to_us
+from hermes_sessions.backends.sqlite._rows import message_body, to_us
+from hermes_sessions.backends.sqlite._schema import message_tokens
 from hermes_sessions.models import Message, SessionRecord
 
 BATCH = 100

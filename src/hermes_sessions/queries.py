@@ -159,7 +159,9 @@ def encode_cursor(position: datetime, session_id: str) -> str:
 
     .. versionadded:: 0.1.0
     """
-    raw = json.dumps([position.isoformat(), session_id], separators=(",", ":"))
+    from hermes_sessions.serde import compact_json  # noqa: PLC0415  # queries loads without cattrs
+
+    raw = compact_json([position.isoformat(), session_id])
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 

@@ -15,8 +15,14 @@ from typing import TYPE_CHECKING
 import attrs
 
 from hermes_sessions import text
-from hermes_sessions.backends.rules import check_plan, rank_hits, tool_call_count, touched_entry
-from hermes_sessions.exceptions import ConflictError, SessionNotFoundError
+from hermes_sessions.backends.rules import (
+    check_plan,
+    check_revision,
+    rank_hits,
+    tool_call_count,
+    touched_entry,
+)
+from hermes_sessions.exceptions import SessionNotFoundError
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, stamped
 from hermes_sessions.queries import SessionPage, SessionSummary, make_preview
 
@@ -73,9 +79,7 @@ class EntryTable:
     def check_revision(self, key: str, expected: int | None) -> None:
         """Raise ``ConflictError`` unless the key's current revision is ``expected``."""
         current = self.entries.get(key)
-        actual = None if current is None else current.revision
-        if actual != expected:
-            raise ConflictError(key, expected_revision=expected, actual_revision=actual)
+        check_revision(key, expected, None if current is None else current.revision)
 
     def put(self, entry: SessionEntry) -> None:
         """Store ``entry`` as it is (revision included), keeping the reverse map exact."""
@@ -408,7 +412,12 @@ def resolve_plan(
     ``end`` lists the sessions no key points at after the plan; ending one that already ended
     must keep its first reason.
     """
-    check_plan(plan, table, record_of)
+
+    def revision_of(key: str) -> int | None:
+        entry = table.get(key)
+        return None if entry is None else entry.revision
+
+    check_plan(plan, revision_of, record_of)
     planned = _PlannedIndex(table)
     for source, target in plan.repoint:
         for key in sorted(planned.keys_at(source)):

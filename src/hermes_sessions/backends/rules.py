@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from datetime import datetime
 
-    from hermes_sessions.backends.memtables import EntryTable
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchQuery
@@ -30,6 +29,7 @@ __all__ = [
     "SETTABLE_FIELDS",
     "apply_update",
     "check_plan",
+    "check_revision",
     "check_update",
     "fresh_record",
     "lease_is_free",
@@ -158,12 +158,25 @@ def rank_hits(
 # -- the rotation plan and leases ------------------------------------------------------------------
 
 
+def check_revision(key: str, expected: int | None, actual: int | None) -> None:
+    """Raise ``ConflictError`` unless the key's ``actual`` revision is the ``expected`` one."""
+    if actual != expected:
+        raise ConflictError(key, expected_revision=expected, actual_revision=actual)
+
+
 def check_plan(
-    plan: RotationPlan, table: EntryTable, record_of: Callable[[str], SessionRecord | None]
+    plan: RotationPlan,
+    revision_of: Callable[[str], int | None],
+    record_of: Callable[[str], SessionRecord | None],
 ) -> None:
-    """Check a plan's preconditions; raise ``ConflictError`` or ``SessionNotFoundError``."""
+    """Check a plan's preconditions; raise ``ConflictError`` or ``SessionNotFoundError``.
+
+    ``revision_of`` gives a key's current revision (``None``: no entry) and ``record_of`` a
+    session's record (``None``: no such session), as the backend holds them now.
+    """
     for write in plan.entries:
-        table.check_revision(write.entry.session_key, write.expected_revision)
+        key = write.entry.session_key
+        check_revision(key, write.expected_revision, revision_of(key))
     for session_id in plan.require_open:
         record = record_of(session_id)
         if record is None:
@@ -175,7 +188,7 @@ def check_plan(
         raise ConflictError(session_id=created)
     needed = [w.entry.session_id for w in plan.entries] + [t for _, t in plan.repoint]
     needed += list(plan.reopen) + [s for s, _ in plan.end]
-    for session_id in needed:
+    for session_id in dict.fromkeys(needed):
         if session_id != created and record_of(session_id) is None:
             raise missing_session(session_id)
 

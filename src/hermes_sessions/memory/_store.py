@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from hermes_sessions import options
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.exceptions import (
     LockTimeoutError,
@@ -86,20 +87,6 @@ def _directory(value: Path | str | None) -> Path:
     return Path(value)
 
 
-def _positive_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{attribute.name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{attribute.name} must be at least 1, got {value}")
-
-
-def _timeout(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{attribute.name} must be a number of seconds, got {value!r}")
-    if not value >= 0:
-        raise ValueError(f"{attribute.name} must be 0 or more seconds, got {value}")
-
-
 def _scanner(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not isinstance(value, ThreatScanner):
         raise TypeError(f"{attribute.name} must be a ThreatScanner or None, got {value!r}")
@@ -133,16 +120,16 @@ class MemoryStore:
 
     directory: Path = attrs.field(default=None, converter=_directory)
     memory_char_limit: int = attrs.field(
-        default=DEFAULT_MEMORY_CHAR_LIMIT, kw_only=True, validator=_positive_int
+        default=DEFAULT_MEMORY_CHAR_LIMIT, kw_only=True, validator=options.positive_int
     )
     user_char_limit: int = attrs.field(
-        default=DEFAULT_USER_CHAR_LIMIT, kw_only=True, validator=_positive_int
+        default=DEFAULT_USER_CHAR_LIMIT, kw_only=True, validator=options.positive_int
     )
     scanner: ThreatScanner | None = attrs.field(
         default=DEFAULT_SCANNER, kw_only=True, validator=_scanner
     )
     lock_timeout: float = attrs.field(
-        default=DEFAULT_LOCK_TIMEOUT, kw_only=True, validator=_timeout
+        default=DEFAULT_LOCK_TIMEOUT, kw_only=True, validator=options.seconds
     )
     clock: Clock = attrs.field(factory=SystemClock, kw_only=True)
     _snapshot: MemorySnapshot = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)

@@ -253,7 +253,7 @@ def test_options_are_typed_and_read_only(directory):
     """Options of the wrong type fail at construction; once open, they are attributes that stay."""
     with pytest.raises(TypeError, match="lock_timeout"):
         JSONLBackend(directory, lock_timeout="soon")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="compact_threshold"):
+    with pytest.raises(TypeError, match="compact_threshold"):
         JSONLBackend(directory, compact_threshold=True)
     assert not directory.exists()
     with JSONLBackend(str(directory), durability="normal", compact_threshold=5) as backend:

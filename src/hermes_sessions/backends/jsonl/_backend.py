@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import attrs
 
+from hermes_sessions import options
 from hermes_sessions.backends.jsonl._engine import DirectoryEngine
 from hermes_sessions.backends.jsonl._journal import (
     Delete,
@@ -42,6 +43,7 @@ from hermes_sessions.backends.rules import (
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import HermesSessionsError, StorageError
 from hermes_sessions.ids import validate_session_id
+from hermes_sessions.options import Durability
 from hermes_sessions.protocols import Capabilities
 
 if TYPE_CHECKING:
@@ -58,8 +60,6 @@ __all__ = ["DroppedLine", "JSONLBackend", "RepairReport"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-Durability = Literal["full", "normal"]
 
 
 def _wrapped(method: Callable[P, R]) -> Callable[P, R]:
@@ -82,11 +82,6 @@ def _session(state: State, session_id: str) -> SessionFile:
     if cached is None:
         raise missing_session(session_id)
     return cached
-
-
-def _at_least_one(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be an int >= 1, got {value!r}")
 
 
 def _open_engine(backend: JSONLBackend) -> DirectoryEngine:
@@ -112,19 +107,19 @@ class JSONLBackend(ClosesOnExit):
 
     directory: Path = attrs.field(converter=Path)
     """The data directory (created ``0700`` if missing)."""
-    durability: Durability = attrs.field(
-        default="full", kw_only=True, validator=attrs.validators.in_(("full", "normal"))
-    )
+    durability: Durability = attrs.field(default="full", kw_only=True, validator=options.durability)
     """``"full"`` (default) fsyncs every write before it returns, so nothing acknowledged is lost
     even on power failure; ``"normal"`` skips the fsyncs: still safe when a process crashes, but
     the last writes may be lost if the machine does."""
     lock_timeout: float = attrs.field(
         default=30.0,
         kw_only=True,
-        validator=[attrs.validators.instance_of(int | float), attrs.validators.ge(0)],
+        validator=options.seconds,
     )
     """Seconds to wait for the directory lock before ``LockTimeoutError``."""
-    compact_threshold: int = attrs.field(default=10_000, kw_only=True, validator=_at_least_one)
+    compact_threshold: int = attrs.field(
+        default=10_000, kw_only=True, validator=options.positive_int
+    )
     """The journal is compacted into ``routing.jsonl`` once it holds more records than this or
     than the number of entries plus sessions, whichever is larger (so compaction costs stay
     proportional to the writes that caused them)."""

@@ -1,7 +1,14 @@
 """SQLiteBackend: the embedded default. One ``state.db`` in WAL mode, FTS5 search, many processes.
 
-The backend class lives in ``_backend``; its connection manager in ``_connections``; the schema and
-migrations in ``_schema``; SQL only in the statement modules; row conversions in ``_rows``.
+Modules:
+
+* ``_backend`` — :class:`SQLiteBackend`: its options, and each protocol method as one call into
+  a statement module inside one transaction;
+* ``_connections`` — one connection per thread, transactions, busy retries, WAL checkpoints;
+* ``_sessions``, ``_entries``, ``_messages``, ``_leases``, ``_search`` — the SQL of each table
+  (``_clauses``: the conditions they share), and ``_plan``, the rotation across them;
+* ``_schema`` — migrations, the FTS5 table, integrity checks and upkeep;
+* ``_rows`` — rows to models and back (no SQL).
 """
 
 from __future__ import annotations

@@ -3,13 +3,12 @@
 Everything — sessions, messages, the routing index, leases and the full-text index — lives in
 one database file, so a rotation, an append with its search rows and its activity, or a compare-
 and-swap is one transaction. ``docs/sqlite.md`` describes opening, durability, the concurrency
-model, maintenance and search internals; the schema is in ``_sqlite_schema``, row conversions in
-``_sqlite_rows`` and search in ``_sqlite_search``.
+model, maintenance and search internals.
 
-Concurrency: each thread gets its own connection (threads of one process also queue on one lock
-for writes, so they wait in order instead of polling); processes coordinate through SQLite's
-locks. Every write is ``BEGIN IMMEDIATE`` … ``COMMIT``, retried with jittered backoff when the
-database stays busy longer than the busy timeout; readers never block writers (WAL).
+This class holds the options and composes the rest: its :class:`~._connections.Connections`
+run every call in a transaction (retried while the database is busy); the statements of each
+table live in ``_sessions``, ``_entries``, ``_messages``, ``_leases`` and ``_search``, the
+rotation in ``_plan``, the schema, migrations and upkeep in ``_schema``.
 """
 
 from __future__ import annotations
@@ -18,49 +17,68 @@ import functools
 import sqlite3
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
 
 import attrs
 
+from hermes_sessions import options
 from hermes_sessions.backends.rules import apply_update, check_update
-from hermes_sessions.backends.sqlite import _messages as writes
+from hermes_sessions.backends.sqlite import _entries as entries_sql
+from hermes_sessions.backends.sqlite import _leases as leases_sql
+from hermes_sessions.backends.sqlite import _messages as messages_sql
+from hermes_sessions.backends.sqlite import _plan as plan_sql
 from hermes_sessions.backends.sqlite import _schema as schema
-from hermes_sessions.backends.sqlite import _statements as statements
-from hermes_sessions.backends.sqlite._connections import Connections, Durability, guarded
-from hermes_sessions.backends.sqlite._rows import (
-    ENTRY_COLUMNS,
-    MESSAGE_COLUMNS,
-    SESSION_WIDTH,
-    entry_from_row,
-    listing,
-    message_from_row,
-    preview_of,
-    record_from_row,
-    record_row,
-)
-from hermes_sessions.backends.sqlite._search import search as run_search
+from hermes_sessions.backends.sqlite import _search as search_sql
+from hermes_sessions.backends.sqlite import _sessions as sessions_sql
+from hermes_sessions.backends.sqlite._connections import Connections
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import (
+    BackendClosedError,
     LockTimeoutError,
     SessionNotFoundError,
     StorageError,
 )
+from hermes_sessions.options import Durability
+from hermes_sessions.paths import default_home
 from hermes_sessions.protocols import Capabilities
-from hermes_sessions.queries import SessionPage, SessionSummary, encode_cursor
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
-    from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
+    from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
 
 __all__ = ["SQLiteBackend"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-@attrs.define(eq=False)
-class SQLiteBackend(Connections, ClosesOnExit):
+DEFAULT_WAL_SIZE_LIMIT: Final = 64 * 1024 * 1024
+
+
+def guarded(
+    method: Callable[Concatenate[SQLiteBackend, P], R],
+) -> Callable[Concatenate[SQLiteBackend, P], R]:
+    """Refuse calls on a closed backend; wrap sqlite3 errors in ``StorageError``."""
+
+    @functools.wraps(method)
+    def wrapper(self: SQLiteBackend, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self._connections.closed:
+            raise BackendClosedError(f"SQLite backend on {self.path}")
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as error:
+            if self._connections.closed:
+                raise BackendClosedError(f"SQLite backend on {self.path}") from error
+            raise StorageError(f"SQLite failed on {self.path}: {error}") from error
+
+    return wrapper
+
+
+@attrs.define(eq=False, on_setattr=attrs.setters.frozen)
+class SQLiteBackend(ClosesOnExit):
     """Sessions, messages, routing and search in one SQLite database (WAL, FTS5).
 
     Args:
@@ -79,12 +97,39 @@ class SQLiteBackend(Connections, ClosesOnExit):
         secure_delete: Overwrite deleted content with zeros (``PRAGMA secure_delete``), so
             deleted text does not linger in free space; see :meth:`scrub`.
 
+    The options cannot be changed once the backend is open.
+
     .. versionadded:: 0.1.0
     """
 
-    _fts: bool = attrs.field(default=True, init=False)
+    path: Path = attrs.field(converter=Path)
+    """The database file."""
+    durability: Durability = attrs.field(default="full", kw_only=True, validator=options.durability)
+    """``"full"`` or ``"normal"`` (see above)."""
+    busy_timeout: float = attrs.field(default=5.0, kw_only=True, validator=options.positive_seconds)
+    """Seconds an attempt waits for another connection's lock."""
+    retries: int = attrs.field(default=5, kw_only=True, validator=options.non_negative_int)
+    """Further attempts after a busy one."""
+    wal_size_limit: int | None = attrs.field(
+        default=DEFAULT_WAL_SIZE_LIMIT, kw_only=True, validator=options.optional_size
+    )
+    """Bytes of write-ahead log that make a writer truncate it (``None``: SQLite decides)."""
+    secure_delete: bool = attrs.field(
+        default=True, kw_only=True, validator=attrs.validators.instance_of(bool)
+    )
+    """Whether deleted content is overwritten with zeros."""
+    _connections: Connections = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
+    _fts: bool = attrs.field(default=True, init=False, on_setattr=attrs.setters.NO_OP)
 
     def __attrs_post_init__(self) -> None:
+        self._connections = Connections(
+            self.path,
+            durability=self.durability,
+            busy_timeout=self.busy_timeout,
+            retries=self.retries,
+            wal_size_limit=self.wal_size_limit,
+            secure_delete=self.secure_delete,
+        )
         try:
             self._open()
         except sqlite3.Error as error:
@@ -99,28 +144,27 @@ class SQLiteBackend(Connections, ClosesOnExit):
         cls, home: Path | str | None = None, *, durability: Durability = "full"
     ) -> SQLiteBackend:
         """Open ``<home>/state.db`` (default home: ``hermes_sessions.paths.default_home()``)."""
-        from hermes_sessions.paths import default_home  # noqa: PLC0415  # resolved when opened
-
         base = Path(home) if home is not None else default_home()
         return cls(base / "state.db", durability=durability)
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else self.durability
+        state = "closed" if self._connections.closed else self.durability
         return f"<SQLiteBackend {str(self.path)!r} {state}>"
 
-    # -- opening and connections -------------------------------------------------------------------
+    # -- opening and closing -----------------------------------------------------------------------
 
     def _open(self) -> None:
-        self._create_files()
-        connection = self._run(lambda c: c, write=False, transaction=False)
-        version = self._run(schema.applied_version, write=False, transaction=False)
+        run = self._connections.run
+        self._connections.create_files()
+        connection = self._connections.connection()
+        version = run(schema.applied_version, write=False, transaction=False)
         schema.check_version(version, str(self.path))
         for pending in range(version + 1, schema.SCHEMA_VERSION + 1):
-            self._run(functools.partial(statements.migrate, version=pending), write=True)
+            run(functools.partial(schema.migrate, version=pending), write=True)
         self._fts = schema.fts5_available(connection)
         if self._fts:
             if schema.fts_state(connection) != "ready":
-                self._run(statements.build_index, write=True)
+                run(schema.build_index, write=True)
         else:
             warnings.warn(
                 f"this Python's SQLite has no FTS5: {self.path} keeps working, but search "
@@ -129,82 +173,79 @@ class SQLiteBackend(Connections, ClosesOnExit):
                 stacklevel=4,
             )
             if schema.fts_state(connection) == "ready":
-                self._run(schema.mark_fts_stale, write=True)
+                run(schema.mark_fts_stale, write=True)
 
-    # -- lifecycle ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every connection; later calls raise ``BackendClosedError``. Idempotent."""
+        self._connections.close()
 
     def capabilities(self) -> Capabilities:
         """Persistent, multi-process, searchable."""
         return Capabilities(persistent=True, multiprocess=True)
+
+    def _read(self, work: Callable[[sqlite3.Connection], R]) -> R:
+        """Run ``work`` in a read transaction (one consistent snapshot)."""
+        return self._connections.run(work, write=False)
+
+    def _read_once(self, work: Callable[[sqlite3.Connection], R]) -> R:
+        """Run a single-statement read ``work`` without a transaction."""
+        return self._connections.run(work, write=False, transaction=False)
+
+    def _write(self, work: Callable[[sqlite3.Connection], R]) -> R:
+        """Run ``work`` in a write transaction (``BEGIN IMMEDIATE``, retried while busy)."""
+        return self._connections.run(work, write=True)
 
     # -- routing index -----------------------------------------------------------------------------
 
     @guarded
     def get_entry(self, key: str) -> SessionEntry | None:
         """Return the entry of ``key``, or ``None``."""
-        return self._run(lambda c: statements.entry(c, key), write=False, transaction=False)
+        return self._read_once(lambda c: entries_sql.entry(c, key))
 
     @guarded
     def put_entry(self, entry: SessionEntry, *, expected_revision: int | None) -> SessionEntry:
         """Store ``entry`` if the key's revision is ``expected_revision`` (compare-and-swap)."""
 
         def work(connection: sqlite3.Connection) -> SessionEntry:
-            statements.check_revision(connection, entry.session_key, expected_revision)
-            writes.session_seq(connection, entry.session_id)
-            return statements.store_entry(connection, entry, expected_revision)
+            entries_sql.check_revision(connection, entry.session_key, expected_revision)
+            sessions_sql.seq_of(connection, entry.session_id)
+            return entries_sql.store(connection, entry, expected_revision)
 
-        return self._run(work, write=True)
+        return self._write(work)
 
     @guarded
     def delete_entry(self, key: str, *, expected_revision: int) -> None:
         """Remove the entry of ``key`` if its revision is ``expected_revision``."""
 
         def work(connection: sqlite3.Connection) -> None:
-            statements.check_revision(connection, key, expected_revision)
-            connection.execute("DELETE FROM entries WHERE session_key = ?", (key,))
+            entries_sql.check_revision(connection, key, expected_revision)
+            entries_sql.delete(connection, key)
 
-        self._run(work, write=True)
+        self._write(work)
 
     @guarded
     def entries(self, *, session_id: str | None = None) -> list[SessionEntry]:
         """Return all entries, or those pointing at ``session_id``, in key order."""
-        sql = f"SELECT {ENTRY_COLUMNS} FROM entries"
-        params: tuple[str, ...] = ()
-        if session_id is not None:
-            sql += " WHERE session_id = ?"
-            params = (session_id,)
-        sql += " ORDER BY session_key"
-        rows = self._run(lambda c: c.execute(sql, params).fetchall(), write=False)
-        return [entry_from_row(row) for row in rows]
+        return self._read(lambda c: entries_sql.listing(c, session_id))
 
     @guarded
     def record_activity(
         self, key: str, at: datetime, *, last_prompt_tokens: int | None = None
     ) -> SessionEntry | None:
         """Move ``updated_at`` forward to ``at`` without a revision check."""
-
-        def work(connection: sqlite3.Connection) -> SessionEntry | None:
-            row = connection.execute(
-                "UPDATE entries SET updated_at = max(updated_at, ?), "
-                "last_prompt_tokens = coalesce(?, last_prompt_tokens) WHERE session_key = ? "
-                f"RETURNING {ENTRY_COLUMNS}",
-                (schema.to_us(at), last_prompt_tokens, key),
-            ).fetchone()
-            return None if row is None else entry_from_row(row)
-
-        return self._run(work, write=True)
+        return self._write(lambda c: entries_sql.touch(c, key, at, last_prompt_tokens))
 
     # -- sessions ----------------------------------------------------------------------------------
 
     @guarded
     def create_session(self, record: SessionRecord) -> SessionRecord:
         """Store a new session; an existing id returns the stored record unchanged."""
-        return self._run(lambda c: statements.create(c, record), write=True)
+        return self._write(lambda c: sessions_sql.create(c, record))
 
     @guarded
     def get_session(self, session_id: str) -> SessionRecord | None:
         """Return the record of ``session_id``, or ``None``."""
-        return self._run(lambda c: statements.record(c, session_id), write=False, transaction=False)
+        return self._read_once(lambda c: sessions_sql.record(c, session_id))
 
     @guarded
     def update_session(
@@ -218,29 +259,22 @@ class SQLiteBackend(Connections, ClosesOnExit):
         changes, amounts = check_update(values, increments)
 
         def work(connection: sqlite3.Connection) -> SessionRecord:
-            updated = apply_update(statements.existing(connection, session_id), changes, amounts)
-            row = record_row(updated)
-            names = [*changes, *amounts]
-            if "title" in changes:
-                names += ["title_key", "lineage_key"]
-            assignments = ", ".join(f"{name} = ?" for name in names)
-            connection.execute(
-                f"UPDATE sessions SET {assignments} WHERE id = ?",
-                [row[name] for name in names] + [session_id],
-            )
+            current = sessions_sql.existing(connection, session_id)
+            updated = apply_update(current, changes, amounts)
+            sessions_sql.update(connection, updated, [*changes, *amounts])
             return updated
 
-        return self._run(work, write=True)
+        return self._write(work)
 
     @guarded
     def end_session(self, session_id: str, reason: str, *, at: datetime) -> SessionRecord:
         """End a session; the first reason wins."""
-        return self._run(lambda c: statements.end(c, session_id, reason, at), write=True)
+        return self._write(lambda c: sessions_sql.end(c, session_id, reason, at))
 
     @guarded
     def reopen_session(self, session_id: str) -> SessionRecord:
         """Clear a session's end."""
-        return self._run(lambda c: statements.reopen(c, session_id), write=True)
+        return self._write(lambda c: sessions_sql.reopen(c, session_id))
 
     @guarded
     def delete_session(self, session_id: str) -> bool:
@@ -248,37 +282,19 @@ class SQLiteBackend(Connections, ClosesOnExit):
 
         def work(connection: sqlite3.Connection) -> bool:
             try:
-                seq = writes.session_seq(connection, session_id)
+                seq = sessions_sql.seq_of(connection, session_id)
             except SessionNotFoundError:
                 return False
-            if self._fts:
-                writes.unindex(connection, "SELECT id FROM messages WHERE session_seq = ?", (seq,))
-            connection.execute("DELETE FROM messages WHERE session_seq = ?", (seq,))
-            connection.execute("DELETE FROM sessions WHERE seq = ?", (seq,))
-            connection.execute(
-                "UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?",
-                (session_id,),
-            )
+            messages_sql.remove_all(connection, seq, fts=self._fts)
+            sessions_sql.delete(connection, seq, session_id)
             return True
 
-        return self._run(work, write=True)
+        return self._write(work)
 
     @guarded
     def list_sessions(self, query: SessionQuery) -> SessionPage:
         """Return one page of sessions matching ``query``."""
-        sql, params = listing(query)
-        rows = self._run(lambda c: c.execute(sql, params).fetchall(), write=False)
-        more = query.limit is not None and len(rows) > query.limit
-        rows = rows[: query.limit] if more else rows
-        items = [
-            SessionSummary(record=record_from_row(row), preview=preview_of(row[SESSION_WIDTH]))
-            for row in rows
-        ]
-        cursor = None
-        if more:
-            last = items[-1].record
-            cursor = encode_cursor(query.sort_value(last), last.id)
-        return SessionPage(items=items, next_cursor=cursor)
+        return self._read(lambda c: sessions_sql.page(c, query))
 
     # -- messages ----------------------------------------------------------------------------------
 
@@ -289,15 +305,12 @@ class SQLiteBackend(Connections, ClosesOnExit):
         """Append atomically and idempotently by platform message id; one transaction."""
 
         def work(connection: sqlite3.Connection) -> list[Message]:
-            stored = writes.append(connection, None, session_id, messages, fts=self._fts)
+            stored = messages_sql.append(connection, None, session_id, messages, fts=self._fts)
             if touch_at is not None:
-                connection.execute(
-                    "UPDATE entries SET updated_at = max(updated_at, ?) WHERE session_id = ?",
-                    (schema.to_us(touch_at), session_id),
-                )
+                entries_sql.touch_session(connection, session_id, touch_at)
             return stored
 
-        return self._run(work, write=True)
+        return self._write(work)
 
     @guarded
     def get_messages(
@@ -311,130 +324,83 @@ class SQLiteBackend(Connections, ClosesOnExit):
         from_end: bool = False,
     ) -> list[Message]:
         """Return messages in insertion order, optionally a window of them."""
-        sql = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.session_seq = ?"
-        params: list[Any] = []
-        if after_id is not None:
-            sql += " AND m.id > ?"
-            params.append(after_id)
-        if before_id is not None:
-            sql += " AND m.id < ?"
-            params.append(before_id)
-        if not include_inactive:
-            sql += " AND m.active = 1"
-        sql += " ORDER BY m.id DESC" if from_end else " ORDER BY m.id"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-
-        def work(connection: sqlite3.Connection) -> list[Any]:
-            seq = writes.session_seq(connection, session_id)
-            return connection.execute(sql, [seq, *params]).fetchall()
-
-        rows = self._run(work, write=False)
-        if from_end:
-            rows.reverse()
-        return [message_from_row(row, session_id) for row in rows]
+        return self._read(
+            lambda c: messages_sql.window(
+                c,
+                session_id,
+                after_id=after_id,
+                before_id=before_id,
+                limit=limit,
+                include_inactive=include_inactive,
+                from_end=from_end,
+            )
+        )
 
     @guarded
     def get_message(self, session_id: str, message_id: int) -> Message | None:
         """Return one message (active or not), or ``None``."""
-        row = self._run(
-            lambda c: c.execute(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages AS m JOIN sessions AS s "
-                "ON s.seq = m.session_seq WHERE s.id = ? AND m.id = ?",
-                (session_id, message_id),
-            ).fetchone(),
-            write=False,
-            transaction=False,
-        )
-        return None if row is None else message_from_row(row, session_id)
+        return self._read_once(lambda c: messages_sql.by_id(c, session_id, message_id))
 
     @guarded
     def find_message(self, session_id: str, platform_message_id: str) -> Message | None:
         """Return the message with this platform id in the session, or ``None``."""
-        row = self._run(
-            lambda c: c.execute(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages AS m JOIN sessions AS s "
-                "ON s.seq = m.session_seq WHERE s.id = ? AND m.platform_message_id = ?",
-                (session_id, platform_message_id),
-            ).fetchone(),
-            write=False,
-            transaction=False,
+        return self._read_once(
+            lambda c: messages_sql.by_platform_id(c, session_id, platform_message_id)
         )
-        return None if row is None else message_from_row(row, session_id)
 
     @guarded
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
         """Replace one message's fields, keeping its id; re-index it."""
-        return self._run(
-            lambda c: writes.replace_one(c, session_id, message_id, message, fts=self._fts),
-            write=True,
+        return self._write(
+            lambda c: messages_sql.replace_one(c, session_id, message_id, message, fts=self._fts)
         )
 
     @guarded
     def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         """Replace the whole transcript atomically (new ids)."""
-        return self._run(
-            lambda c: writes.replace_all(c, session_id, messages, fts=self._fts), write=True
+        return self._write(
+            lambda c: messages_sql.replace_all(c, session_id, messages, fts=self._fts)
         )
 
     @guarded
     def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:
         """Soft-delete or restore messages; return how many changed."""
-        return self._run(
-            lambda c: writes.set_active(c, session_id, message_ids, active=active), write=True
+        return self._write(
+            lambda c: messages_sql.set_active(c, session_id, message_ids, active=active)
         )
 
     @guarded
     def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Delete messages for good (and their search rows); return how many were deleted."""
-        return self._run(
-            lambda c: writes.delete(c, session_id, message_ids, fts=self._fts), write=True
-        )
+        return self._write(lambda c: messages_sql.delete(c, session_id, message_ids, fts=self._fts))
 
     # -- the atomic rotation -----------------------------------------------------------------------
 
     @guarded
     def apply(self, plan: RotationPlan) -> list[SessionEntry]:
         """Commit ``plan`` atomically: every precondition first, then every change."""
-        return self._run(lambda c: statements.apply_plan(c, plan, fts=self._fts), write=True)
+        return self._write(lambda c: plan_sql.apply_plan(c, plan, fts=self._fts))
 
     # -- leases ------------------------------------------------------------------------------------
 
     @guarded
     def acquire_lease(self, resource: str, holder: str, *, ttl: timedelta, now: datetime) -> bool:
         """Take or renew an exclusive lease until ``now + ttl``."""
-
-        def work(connection: sqlite3.Connection) -> bool:
-            row = connection.execute(
-                "SELECT holder, expires_at FROM leases WHERE resource = ?", (resource,)
-            ).fetchone()
-            if row is not None and row[0] != holder and row[1] > schema.to_us(now):
-                return False
-            connection.execute(
-                "INSERT OR REPLACE INTO leases (resource, holder, expires_at) VALUES (?, ?, ?)",
-                (resource, holder, schema.to_us(now + ttl)),
-            )
-            return True
-
-        return self._run(work, write=True)
+        return self._write(
+            lambda c: leases_sql.acquire(c, resource, holder, until=now + ttl, now=now)
+        )
 
     @guarded
     def release_lease(self, resource: str, holder: str) -> None:
         """Release ``holder``'s lease on ``resource``."""
-        self._run(
-            lambda c: c.execute(
-                "DELETE FROM leases WHERE resource = ? AND holder = ?", (resource, holder)
-            ),
-            write=True,
-        )
+        self._write(lambda c: leases_sql.release(c, resource, holder))
 
     # -- search ------------------------------------------------------------------------------------
 
     @guarded
     def search(self, query: SearchQuery) -> list[SearchHit]:
         """Search with FTS5 (or the shared matcher when this build has no FTS5)."""
-        return self._run(lambda c: run_search(c, query, fts=self._fts), write=False)
+        return self._read(lambda c: search_sql.search(c, query, fts=self._fts))
 
     # -- maintenance -------------------------------------------------------------------------------
 
@@ -445,10 +411,7 @@ class SQLiteBackend(Connections, ClosesOnExit):
         With ``truncate`` (default) the log file is also cut to zero bytes. Waits up to the busy
         timeout for readers of older snapshots; ``False`` means some were still reading.
         """
-        mode = "TRUNCATE" if truncate else "PASSIVE"
-        wait = int(self.busy_timeout * 1000)
-        with self._write_lock:
-            return self._checkpoint(self._connection(), mode, wait_ms=wait)
+        return self._connections.checkpoint(truncate=truncate)
 
     @guarded
     def optimize(self) -> None:
@@ -458,13 +421,8 @@ class SQLiteBackend(Connections, ClosesOnExit):
         makes searches faster after many small appends and drops deleted messages' postings.
         """
         if self._fts:
-            self._run(
-                lambda c: c.execute(
-                    f"INSERT INTO {schema.FTS_TABLE} ({schema.FTS_TABLE}) VALUES ('optimize')"
-                ),
-                write=True,
-            )
-        self._run(lambda c: c.execute("PRAGMA optimize"), write=False, transaction=False)
+            self._write(schema.merge_fts)
+        self._read_once(schema.optimize)
         self.checkpoint()
 
     @guarded
@@ -474,8 +432,7 @@ class SQLiteBackend(Connections, ClosesOnExit):
         Takes time in proportion to the database and needs as much free disk space again; other
         connections wait (or retry) meanwhile. Frees the space of deleted sessions for good.
         """
-        with self._write_lock:
-            self._attempts(lambda c: c.execute("VACUUM"), None)
+        self._connections.run_alone(schema.vacuum)
         self.checkpoint()
 
     @guarded
@@ -504,9 +461,9 @@ class SQLiteBackend(Connections, ClosesOnExit):
 
         def work(connection: sqlite3.Connection) -> int:
             schema.mark_fts_stale(connection)
-            return statements.build_index(connection)
+            return schema.build_index(connection)
 
-        return self._run(work, write=True)
+        return self._write(work)
 
     @guarded
     def integrity_check(self) -> list[str]:
@@ -514,12 +471,4 @@ class SQLiteBackend(Connections, ClosesOnExit):
 
         An empty list means healthy. Reads everything: time in proportion to the database.
         """
-        problems: list[str] = []
-
-        def work(connection: sqlite3.Connection) -> None:
-            rows = connection.execute("PRAGMA integrity_check").fetchall()
-            problems.extend(str(row[0]) for row in rows if row[0] != "ok")
-            problems.extend(statements.index_problems(connection, fts=self._fts))
-
-        self._run(work, write=False)
-        return problems
+        return self._read(lambda c: schema.integrity_problems(c, fts=self._fts))

@@ -11,7 +11,6 @@ the writer checkpoints and truncates it.
 
 from __future__ import annotations
 
-import functools
 import os
 import random
 import sqlite3
@@ -19,21 +18,19 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, Final, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import attrs
 
 from hermes_sessions.exceptions import BackendClosedError, LockTimeoutError, StorageError
+from hermes_sessions.options import Durability  # attrs reads the annotation
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["Connections", "Durability", "guarded"]
+__all__ = ["Connections"]
 
-P = ParamSpec("P")
 R = TypeVar("R")
-C = TypeVar("C", bound="Connections")
-Durability = Literal["full", "normal"]
 
 _BUSY_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 _BACKOFF_BASE: Final = 0.005
@@ -61,62 +58,38 @@ _INHERITED: list[sqlite3.Connection] = []
 SQLite in the child release or reset state (locks, the WAL) that the parent still relies on."""
 
 
-def guarded(method: Callable[Concatenate[C, P], R]) -> Callable[Concatenate[C, P], R]:
-    """Refuse calls on a closed backend; wrap sqlite3 errors in ``StorageError``."""
-
-    @functools.wraps(method)
-    def wrapper(self: C, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        if self._closed:
-            raise BackendClosedError(f"SQLite backend on {self.path}")
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.Error as error:
-            if self._closed:
-                raise BackendClosedError(f"SQLite backend on {self.path}") from error
-            raise StorageError(f"SQLite failed on {self.path}: {error}") from error
-
-    return wrapper
-
-
-def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(f"{attribute.name} must be a positive number, got {value!r}")
-
-
-def _optional_size(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{attribute.name} must be a positive number of bytes or None")
-
-
 @attrs.define(eq=False)
 class Connections:
-    """The connections of one backend object (see the module docstring)."""
+    """The connections of one backend object (see the module docstring).
 
-    path: Path = attrs.field(converter=Path)
-    durability: Durability = attrs.field(
-        default="full", kw_only=True, validator=attrs.validators.in_(("full", "normal"))
-    )
-    busy_timeout: float = attrs.field(default=5.0, kw_only=True, validator=_positive)
-    retries: int = attrs.field(
-        default=5,
-        kw_only=True,
-        validator=[attrs.validators.instance_of(int), attrs.validators.ge(0)],
-    )
-    wal_size_limit: int | None = attrs.field(
-        default=64 * 1024 * 1024,
-        kw_only=True,
-        validator=_optional_size,
-    )
-    secure_delete: bool = attrs.field(
-        default=True, kw_only=True, validator=attrs.validators.instance_of(bool)
-    )
+    The options are the backend's (validated and documented on
+    :class:`~hermes_sessions.backends.SQLiteBackend`), passed in when it opens.
+    """
+
+    path: Path
+    durability: Durability
+    busy_timeout: float
+    retries: int
+    wal_size_limit: int | None
+    secure_delete: bool
     _closed: bool = attrs.field(default=False, init=False)
     _local: threading.local = attrs.field(factory=threading.local, init=False)
     _connections: weakref.WeakSet[_Connection] = attrs.field(factory=weakref.WeakSet, init=False)
     _registry_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _write_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
 
-    def _create_files(self) -> None:
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __len__(self) -> int:
+        """How many connections this process has open on the file (one per thread that used it)."""
+        with self._registry_lock:
+            return len(self._connections)
+
+    def create_files(self) -> None:
+        """Create the database file (0600) and its directory (0700) if they are missing."""
         directory = self.path.parent
         try:
             if not directory.exists():
@@ -131,7 +104,7 @@ class Connections:
             raise StorageError(f"cannot create the database {self.path}: {error}") from error
         os.close(descriptor)
 
-    def _connection(self) -> sqlite3.Connection:
+    def connection(self) -> sqlite3.Connection:
         """This thread's connection (a new one after a fork or in a new thread)."""
         if self._closed:
             raise BackendClosedError(f"SQLite backend on {self.path}")
@@ -178,7 +151,7 @@ class Connections:
 
     # -- transactions ------------------------------------------------------------------------------
 
-    def _run(
+    def run(
         self,
         work: Callable[[sqlite3.Connection], R],
         *,
@@ -195,7 +168,7 @@ class Connections:
         started = time.monotonic()
         for attempt in range(self.retries + 1):
             try:
-                connection = self._connection()
+                connection = self.connection()
                 if begin is None:
                     return work(connection)
                 connection.execute(begin)
@@ -218,6 +191,21 @@ class Connections:
                 self._after_commit(connection)
             return result
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def run_alone(self, work: Callable[[sqlite3.Connection], R]) -> R:
+        """Run ``work`` outside a transaction with the write lock held (for ``VACUUM``)."""
+        with self._write_lock:
+            return self._attempts(work, None)
+
+    def checkpoint(self, *, truncate: bool) -> bool:
+        """Copy the WAL into the database (and cut it to zero bytes with ``truncate``).
+
+        Waits up to the busy timeout for readers of older snapshots; ``False`` means some were
+        still reading.
+        """
+        mode = "TRUNCATE" if truncate else "PASSIVE"
+        with self._write_lock:
+            return self._checkpoint(self.connection(), mode, wait_ms=int(self.busy_timeout * 1000))
 
     def _after_commit(self, connection: sqlite3.Connection) -> None:
         """Checkpoint and truncate the WAL once it passes ``wal_size_limit``."""

@@ -1,6 +1,7 @@
-"""Message writes of the SQLite backend, run inside the caller's write transaction.
+"""Statements on the ``messages`` table (and the search rows and time bounds kept with it).
 
-Each write keeps four things in step in the same transaction: the ``messages`` rows, their
+Every function runs inside the caller's transaction on the connection it is given; none of them
+commits. Each write keeps four things in step in the same transaction: the ``messages`` rows, their
 FTS5 rows (when the build has FTS5), the session's counters and last activity, and the time
 bounds of ``message_blocks`` that newest/oldest searches rely on.
 """
@@ -13,19 +14,15 @@ import attrs
 
 from hermes_sessions import text
 from hermes_sessions.backends.rules import missing_session, tool_call_count
+from hermes_sessions.backends.sqlite._clauses import CHUNK, in_list
 from hermes_sessions.backends.sqlite._rows import (
-    MESSAGE_COLUMNS,
-    in_list,
+    MESSAGE_FIELDS,
     message_body,
     message_from_row,
-)
-from hermes_sessions.backends.sqlite._schema import (
-    BLOCK_SHIFT,
-    FTS_TABLE,
-    NO_TIME,
-    message_tokens,
     to_us,
 )
+from hermes_sessions.backends.sqlite._schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME, message_tokens
+from hermes_sessions.backends.sqlite._sessions import seq_of
 from hermes_sessions.exceptions import SessionNotFoundError
 from hermes_sessions.models import Message, stamped
 
@@ -34,17 +31,21 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 __all__ = [
+    "MESSAGE_COLUMNS",
     "append",
+    "by_id",
+    "by_platform_id",
     "delete",
+    "remove_all",
     "replace_all",
     "replace_one",
-    "session_seq",
     "set_active",
     "unindex",
+    "window",
 ]
 
-CHUNK: Final = 500
-"""Values bound per ``IN (...)`` list (well under every build's variable limit)."""
+MESSAGE_COLUMNS: Final = ", ".join(f"m.{name}" for name in MESSAGE_FIELDS)
+"""The columns :func:`~._rows.message_from_row` reads, from ``messages AS m``."""
 
 _INSERT_MESSAGE: Final = (
     "INSERT INTO messages (id, session_seq, role, timestamp, active, platform_message_id, "
@@ -53,12 +54,56 @@ _INSERT_MESSAGE: Final = (
 _INSERT_DOCUMENT: Final = f"INSERT INTO {FTS_TABLE} (rowid, tokens) VALUES (?, ?)"
 
 
-def session_seq(connection: sqlite3.Connection, session_id: str) -> int:
-    """The internal row number of a session; ``SessionNotFoundError`` if it does not exist."""
-    row = connection.execute("SELECT seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    if row is None:
-        raise missing_session(session_id)
-    return int(row[0])
+def window(
+    connection: sqlite3.Connection,
+    session_id: str,
+    *,
+    after_id: int | None,
+    before_id: int | None,
+    limit: int | None,
+    include_inactive: bool,
+    from_end: bool,
+) -> list[Message]:
+    """The session's messages in insertion order, or a window of them."""
+    sql = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.session_seq = ?"
+    params: list[Any] = [seq_of(connection, session_id)]
+    if after_id is not None:
+        sql += " AND m.id > ?"
+        params.append(after_id)
+    if before_id is not None:
+        sql += " AND m.id < ?"
+        params.append(before_id)
+    if not include_inactive:
+        sql += " AND m.active = 1"
+    sql += " ORDER BY m.id DESC" if from_end else " ORDER BY m.id"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    rows = connection.execute(sql, params).fetchall()
+    if from_end:
+        rows.reverse()
+    return [message_from_row(row, session_id) for row in rows]
+
+
+_ONE_BY: Final = {
+    column: f"SELECT {MESSAGE_COLUMNS} FROM messages AS m JOIN sessions AS s "
+    f"ON s.seq = m.session_seq WHERE s.id = ? AND m.{column} = ?"
+    for column in ("id", "platform_message_id")
+}
+
+
+def by_id(connection: sqlite3.Connection, session_id: str, message_id: int) -> Message | None:
+    """One message of the session (active or not), or ``None``."""
+    row = connection.execute(_ONE_BY["id"], (session_id, message_id)).fetchone()
+    return None if row is None else message_from_row(row, session_id)
+
+
+def by_platform_id(
+    connection: sqlite3.Connection, session_id: str, platform_id: str
+) -> Message | None:
+    """The message of the session with this platform id, or ``None``."""
+    row = connection.execute(_ONE_BY["platform_message_id"], (session_id, platform_id)).fetchone()
+    return None if row is None else message_from_row(row, session_id)
 
 
 def _values(message: Message, seq: int) -> tuple[Any, ...]:
@@ -212,7 +257,7 @@ def replace_one(
     connection: sqlite3.Connection, session_id: str, message_id: int, message: Message, *, fts: bool
 ) -> Message:
     """Replace one message's fields keeping its id; re-index it and fix the counters."""
-    seq = session_seq(connection, session_id)
+    seq = seq_of(connection, session_id)
     new = attrs.evolve(message, id=message_id, session_id=session_id)
     old = connection.execute(
         "SELECT active, tool_calls FROM messages WHERE session_seq = ? AND id = ?",
@@ -251,21 +296,26 @@ def replace_all(
     connection: sqlite3.Connection, session_id: str, messages: Sequence[Message], *, fts: bool
 ) -> list[Message]:
     """Swap the whole transcript of a session for ``messages`` (new ids)."""
-    seq = session_seq(connection, session_id)
-    if fts:
-        unindex(connection, "SELECT id FROM messages WHERE session_seq = ?", (seq,))
-    connection.execute("DELETE FROM messages WHERE session_seq = ?", (seq,))
+    seq = seq_of(connection, session_id)
+    remove_all(connection, seq, fts=fts)
     connection.execute(
         "UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE seq = ?", (seq,)
     )
     return append(connection, seq, session_id, messages, fts=fts)
 
 
+def remove_all(connection: sqlite3.Connection, seq: int, *, fts: bool) -> None:
+    """Delete every message of session row ``seq`` and their search rows (not the counters)."""
+    if fts:
+        unindex(connection, "SELECT id FROM messages WHERE session_seq = ?", (seq,))
+    connection.execute("DELETE FROM messages WHERE session_seq = ?", (seq,))
+
+
 def set_active(
     connection: sqlite3.Connection, session_id: str, message_ids: Sequence[int], *, active: bool
 ) -> int:
     """Soft-delete or restore messages (search rows stay); return how many changed."""
-    seq = session_seq(connection, session_id)
+    seq = seq_of(connection, session_id)
     ids = sorted(set(message_ids))
     changed = tools = 0
     for start in range(0, len(ids), CHUNK):
@@ -287,7 +337,7 @@ def delete(
     connection: sqlite3.Connection, session_id: str, message_ids: Sequence[int], *, fts: bool
 ) -> int:
     """Delete messages and their search rows for good; return how many were deleted."""
-    seq = session_seq(connection, session_id)
+    seq = seq_of(connection, session_id)
     ids = sorted(set(message_ids))
     deleted = count = tools = 0
     for start in range(0, len(ids), CHUNK):

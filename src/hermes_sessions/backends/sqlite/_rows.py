@@ -1,71 +1,93 @@
-"""Rows of the SQLite backend and the models they hold, and the SQL of session listings.
+"""Rows of the SQLite backend and the models they hold: conversions both ways, and no SQL.
 
 Scalar fields the database filters or orders on are columns; the rest of a message or routing
 entry is one JSON ``body`` made by the library's converter (so unknown message fields in
 ``extra`` round-trip losslessly). Times are integer microseconds since the epoch.
+
+Each ``*_FIELDS`` tuple is the order of the values a ``*_from_row`` function reads; the statement
+modules select those columns in that order.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from hermes_sessions.backends.sqlite._schema import from_us, to_us
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, entry_from_storage
-from hermes_sessions.queries import decode_cursor, make_preview
-from hermes_sessions.serde import message_dict, structure, unstructure
+from hermes_sessions.queries import make_preview
+from hermes_sessions.serde import compact_json, message_dict, structure, unstructure
 from hermes_sessions.titles import lineage_key, title_key
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from hermes_sessions.queries import SessionQuery, Visibility
-
 __all__ = [
-    "ENTRY_COLUMNS",
-    "MESSAGE_COLUMNS",
-    "SESSION_COLUMNS",
-    "SESSION_WIDTH",
-    "dumps",
+    "ENTRY_FIELDS",
+    "MESSAGE_FIELDS",
+    "SESSION_FIELDS",
     "entry_body",
     "entry_from_row",
-    "in_list",
-    "listing",
+    "from_us",
     "message_body",
     "message_from_row",
     "preview_of",
     "record_from_row",
     "record_row",
-    "visibility_sql",
+    "to_us",
 ]
 
+# -- times -----------------------------------------------------------------------------------------
 
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
 
 
-def dumps(value: Any) -> str:
-    """Compact JSON that keeps non-ASCII text readable in the file."""
-    return _ENCODER.encode(value)
+def to_us(moment: datetime) -> int:
+    """An aware datetime as integer microseconds since the epoch."""
+    return (moment - EPOCH) // _MICROSECOND
+
+
+def from_us(value: int) -> datetime:
+    """Integer microseconds since the epoch as an aware UTC datetime."""
+    return EPOCH + timedelta(microseconds=value)
 
 
 # -- session records -------------------------------------------------------------------------------
 
-SESSION_COLUMNS: Final = (
-    "s.id, s.source, s.session_key, s.user_id, s.title, s.parent_session_id, s.started_at, "
-    "s.ended_at, s.end_reason, s.last_active_at, s.message_count, s.tool_call_count, "
-    "s.input_tokens, s.output_tokens, s.cache_read_tokens, s.cache_write_tokens, "
-    "s.reasoning_tokens, s.estimated_cost_usd, s.model, s.model_config, s.system_prompt, "
-    "s.archived, s.metadata"
+SESSION_FIELDS: Final = (
+    "id",
+    "source",
+    "session_key",
+    "user_id",
+    "title",
+    "parent_session_id",
+    "started_at",
+    "ended_at",
+    "end_reason",
+    "last_active_at",
+    "message_count",
+    "tool_call_count",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "estimated_cost_usd",
+    "model",
+    "model_config",
+    "system_prompt",
+    "archived",
+    "metadata",
 )
-"""The columns :func:`record_from_row` reads, from ``sessions AS s``."""
-SESSION_WIDTH: Final = SESSION_COLUMNS.count(",") + 1
+"""The ``sessions`` columns :func:`record_from_row` reads, in order."""
 
 
 def record_from_row(row: Sequence[Any]) -> SessionRecord:
-    """Build a record from the :data:`SESSION_COLUMNS` of a row."""
+    """Build a record from the :data:`SESSION_FIELDS` of a row."""
     ended_at = row[7]
     return SessionRecord(
         id=row[0],
@@ -118,28 +140,28 @@ def record_row(record: SessionRecord) -> dict[str, Any]:
         "reasoning_tokens": record.reasoning_tokens,
         "estimated_cost_usd": record.estimated_cost_usd,
         "model": record.model,
-        "model_config": dumps(record.model_config),
+        "model_config": compact_json(record.model_config),
         "system_prompt": record.system_prompt,
         "archived": int(record.archived),
-        "metadata": dumps(record.metadata),
+        "metadata": compact_json(record.metadata),
     }
 
 
 # -- messages --------------------------------------------------------------------------------------
 
-MESSAGE_COLUMNS: Final = "m.id, m.active, m.body"
-"""The columns :func:`message_from_row` reads, from ``messages AS m``."""
+MESSAGE_FIELDS: Final = ("id", "active", "body")
+"""The ``messages`` columns :func:`message_from_row` reads, in order."""
 
 _COLUMN_FIELDS: Final = frozenset({"id", "session_id", "active"})
 
 
 def message_body(message: Message) -> str:
     """The JSON body of a message: every field except those kept in columns."""
-    return dumps(message_dict(message, skip=_COLUMN_FIELDS))
+    return compact_json(message_dict(message, skip=_COLUMN_FIELDS))
 
 
 def message_from_row(row: Sequence[Any], session_id: str) -> Message:
-    """Build a message from the :data:`MESSAGE_COLUMNS` of a row."""
+    """Build a message from the :data:`MESSAGE_FIELDS` of a row."""
     data = json.loads(row[2])
     data["id"] = row[0]
     data["session_id"] = session_id
@@ -157,25 +179,24 @@ def preview_of(body: str | None) -> str | None:
 
 # -- routing entries -------------------------------------------------------------------------------
 
-ENTRY_COLUMNS: Final = (
-    "session_key, session_id, revision, created_at, updated_at, last_prompt_tokens, body"
-)
-_ENTRY_FIELDS: Final = (
+ENTRY_FIELDS: Final = (
     "session_key",
     "session_id",
     "revision",
     "created_at",
     "updated_at",
     "last_prompt_tokens",
+    "body",
 )
+"""The ``entries`` columns :func:`entry_from_row` reads (and a write stores), in order."""
 
 
 def entry_body(entry: SessionEntry) -> str:
     """The JSON body of an entry: every field except those kept in columns."""
     data = unstructure(entry)
-    for name in _ENTRY_FIELDS:
+    for name in ENTRY_FIELDS[:-1]:
         data.pop(name, None)
-    return dumps(data)
+    return compact_json(data)
 
 
 _BODY_FIELDS: Final = (
@@ -212,7 +233,7 @@ def _entry_fields(body: str) -> tuple[tuple[str, Any], ...]:
 
 
 def entry_from_row(row: Sequence[Any]) -> SessionEntry:
-    """Build an entry from the :data:`ENTRY_COLUMNS` of a row.
+    """Build an entry from the :data:`ENTRY_FIELDS` of a row.
 
     The typed columns are checked here and the JSON body by the converter (once per distinct
     body), so the entry itself is built without running its validators again.
@@ -238,102 +259,3 @@ def entry_from_row(row: Sequence[Any]) -> SessionEntry:
         last_prompt_tokens=prompt_tokens,
         **dict(_entry_fields(body)),
     )
-
-
-# -- listings --------------------------------------------------------------------------------------
-
-
-def visibility_sql(rule: Visibility, params: list[Any]) -> str:
-    """The SQL condition of :meth:`Visibility.allows` on ``sessions AS s``."""
-    options = []
-    if rule.session_key is not None:
-        options.append("s.session_key = ?")
-        params.append(rule.session_key)
-    if rule.user_id is not None:
-        options.append("(s.user_id = ? AND s.source = ?)")
-        params += [rule.user_id, rule.platform]
-    return "(" + " OR ".join(options) + ")" if options else "0"
-
-
-def in_list(column: str, values: Sequence[Any], params: list[Any], *, negate: bool = False) -> str:
-    """``column IN (?, ...)`` (or ``NOT IN``) with the values bound."""
-    params.extend(values)
-    marks = ", ".join("?" * len(values))
-    return f"{column} {'NOT IN' if negate else 'IN'} ({marks})"
-
-
-def _listing_filters(query: SessionQuery, params: list[Any]) -> list[str]:  # noqa: C901, PLR0912  # one per filter
-    where = []
-    if query.sources is not None:
-        where.append(in_list("s.source", query.sources, params))
-    if query.exclude_sources:
-        where.append(in_list("s.source", query.exclude_sources, params, negate=True))
-    for column, value in (
-        ("s.session_key", query.session_key),
-        ("s.user_id", query.user_id),
-        ("s.parent_session_id", query.parent_session_id),
-    ):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    if query.archived is not None:
-        where.append("s.archived = ?")
-        params.append(int(query.archived))
-    if query.ended is not None:
-        where.append("s.end_reason IS NOT NULL" if query.ended else "s.end_reason IS NULL")
-    if query.exclude_end_reasons:
-        excluded = in_list("s.end_reason", query.exclude_end_reasons, params, negate=True)
-        where.append(f"(s.end_reason IS NULL OR {excluded})")
-    if query.min_messages:
-        where.append("s.message_count >= ?")
-        params.append(query.min_messages)
-    for column, after, before in (
-        ("s.started_at", query.started_after, query.started_before),
-        ("s.last_active_at", query.active_after, query.active_before),
-    ):
-        if after is not None:
-            where.append(f"{column} >= ?")
-            params.append(to_us(after))
-        if before is not None:
-            where.append(f"{column} < ?")
-            params.append(to_us(before))
-    if query.id_prefix is not None:
-        where.append("substr(s.id, 1, length(?)) = ?")
-        params += [query.id_prefix, query.id_prefix]
-    if query.title is not None:
-        where.append("s.title_key = ?")
-        params.append(title_key(query.title))
-    if query.title_lineage is not None:
-        where.append("s.lineage_key = ?")
-        params.append(lineage_key(query.title_lineage))
-    if query.visible_to is not None:
-        where.append(visibility_sql(query.visible_to, params))
-    return where
-
-
-def listing(query: SessionQuery) -> tuple[str, list[Any]]:
-    """The SQL of one page of :meth:`TranscriptStore.list_sessions` and its parameters.
-
-    It selects :data:`SESSION_COLUMNS`, then the body of the first active user message (the
-    preview), at most ``limit + 1`` rows (the extra one says whether a next page exists).
-    """
-    params: list[Any] = []
-    where = _listing_filters(query, params)
-    column = "s.started_at" if query.order == "started" else "s.last_active_at"
-    direction = "DESC" if query.descending else "ASC"
-    if query.cursor is not None:
-        position, session_id = decode_cursor(query.cursor)
-        where.append(f"({column}, s.id) {'<' if query.descending else '>'} (?, ?)")
-        params += [to_us(position), session_id]
-    sql = (
-        f"SELECT {SESSION_COLUMNS}, (SELECT m.body FROM messages AS m "
-        "WHERE m.session_seq = s.seq AND m.active = 1 AND m.role = 'user' "
-        "ORDER BY m.id LIMIT 1) FROM sessions AS s"
-    )
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += f" ORDER BY {column} {direction}, s.id {direction}"
-    if query.limit is not None:
-        sql += " LIMIT ?"
-        params.append(query.limit + 1)
-    return sql, params

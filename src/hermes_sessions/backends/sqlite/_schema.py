@@ -1,4 +1,4 @@
-"""The SQLite backend's schema: numbered migrations, the search index, and its availability.
+"""The SQLite backend's schema: numbered migrations, the search index, integrity and upkeep.
 
 Every migration is a tuple of statements applied in one ``BEGIN IMMEDIATE`` transaction together
 with its row in ``schema_migrations``, so a crash leaves the database at the previous version or
@@ -16,15 +16,16 @@ Times are integers: microseconds since the Unix epoch, UTC.
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from hermes_sessions import text
+from hermes_sessions.backends.sqlite._rows import message_from_row
 from hermes_sessions.exceptions import IncompatibleStoreError
 from hermes_sessions.serde import dump_datetime
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Sequence
 
 __all__ = [
     "BLOCK_SHIFT",
@@ -34,29 +35,19 @@ __all__ = [
     "SCHEMA_VERSION",
     "applied_version",
     "apply_migration",
+    "build_index",
     "check_version",
-    "from_us",
     "fts5_available",
     "fts_state",
+    "integrity_problems",
     "mark_fts_stale",
+    "merge_fts",
     "message_tokens",
+    "migrate",
+    "optimize",
     "rebuild_fts",
-    "to_us",
+    "vacuum",
 ]
-
-EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND: Final = timedelta(microseconds=1)
-
-
-def to_us(moment: datetime) -> int:
-    """An aware datetime as integer microseconds since the epoch."""
-    return (moment - EPOCH) // _MICROSECOND
-
-
-def from_us(value: int) -> datetime:
-    """Integer microseconds since the epoch as an aware UTC datetime."""
-    return EPOCH + timedelta(microseconds=value)
-
 
 MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # 1 — sessions, messages, the routing index and leases.
@@ -227,12 +218,8 @@ def message_tokens(searchable: str) -> str:
     return " ".join(text.index_tokens(searchable))
 
 
-def rebuild_fts(connection: sqlite3.Connection, tokens_of: Callable[[Any], str]) -> int:
-    """Create the FTS5 table if needed and fill it from every message; return the count.
-
-    ``tokens_of`` maps a ``(id, active, body)`` row of ``messages`` to its FTS document; it is
-    passed in so that this module needs no message decoding.
-    """
+def rebuild_fts(connection: sqlite3.Connection) -> int:
+    """Create the FTS5 table if needed and fill it from every message; return the count."""
     if fts_state(connection) != "missing":
         connection.execute(f"DROP TABLE {FTS_TABLE}")  # faster than deleting row by row
     connection.execute(_CREATE_FTS)
@@ -241,7 +228,7 @@ def rebuild_fts(connection: sqlite3.Connection, tokens_of: Callable[[Any], str])
     while batch := cursor.fetchmany(1000):
         connection.executemany(
             f"INSERT INTO {FTS_TABLE} (rowid, tokens) VALUES (?, ?)",
-            [(row[0], tokens_of(row)) for row in batch],
+            [(row[0], _tokens_of(row)) for row in batch],
         )
         count += len(batch)
     connection.execute(
@@ -249,3 +236,87 @@ def rebuild_fts(connection: sqlite3.Connection, tokens_of: Callable[[Any], str])
         "ON CONFLICT (name) DO UPDATE SET value = excluded.value"
     )
     return count
+
+
+def _tokens_of(row: Sequence[Any]) -> str:
+    """The FTS5 document of an ``(id, active, body)`` row of ``messages``."""
+    return message_tokens(text.searchable_text(message_from_row(row, "unused")))
+
+
+def migrate(connection: sqlite3.Connection, *, version: int) -> None:
+    """Apply migration ``version`` unless another process already did."""
+    current = applied_version(connection)
+    check_version(current, "the database")
+    if current < version:
+        apply_migration(connection, version, datetime.now(UTC))
+
+
+def build_index(connection: sqlite3.Connection) -> int:
+    """Create or refill the FTS5 table unless it is ready; return how many messages it indexed."""
+    if fts_state(connection) == "ready":  # another process built it meanwhile
+        return 0
+    return rebuild_fts(connection)
+
+
+# -- integrity and upkeep --------------------------------------------------------------------------
+
+_COUNTS: Final = """
+    SELECT s.id, s.message_count, s.tool_call_count, count(m.id), coalesce(sum(m.tool_calls), 0)
+    FROM sessions AS s LEFT JOIN messages AS m ON m.session_seq = s.seq AND m.active = 1
+    GROUP BY s.seq
+    HAVING s.message_count != count(m.id) OR s.tool_call_count != coalesce(sum(m.tool_calls), 0)
+"""
+
+
+def integrity_problems(connection: sqlite3.Connection, *, fts: bool) -> list[str]:
+    """Every problem ``integrity_check`` reports: SQLite's own check, the counters, the index."""
+    problems = [
+        str(row[0])
+        for row in connection.execute("PRAGMA integrity_check").fetchall()
+        if row[0] != "ok"
+    ]
+    problems.extend(
+        f"session {row[0]}: stored counts {row[1]}/{row[2]}, actual {row[3]}/{row[4]}"
+        for row in connection.execute(_COUNTS)
+    )
+    problems.extend(
+        f"routing entry {row[0]!r} points at missing session {row[1]!r}"
+        for row in connection.execute(
+            "SELECT session_key, session_id FROM entries "
+            "WHERE session_id NOT IN (SELECT id FROM sessions)"
+        )
+    )
+    if not fts:
+        return problems
+    table = FTS_TABLE
+    try:
+        connection.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+    except sqlite3.DatabaseError as error:
+        problems.append(f"full-text index: {error}; run rebuild_index()")
+    missing = connection.execute(
+        f"SELECT count(*) FROM messages WHERE id NOT IN (SELECT rowid FROM {table})"
+    ).fetchone()[0]
+    orphans = connection.execute(
+        f"SELECT count(*) FROM {table} WHERE rowid NOT IN (SELECT id FROM messages)"
+    ).fetchone()[0]
+    if missing or orphans:
+        problems.append(
+            f"full-text index: {missing} messages unindexed, {orphans} rows without a message; "
+            "run rebuild_index()"
+        )
+    return problems
+
+
+def merge_fts(connection: sqlite3.Connection) -> None:
+    """Merge the FTS5 index into one segment (drops deleted messages' postings)."""
+    connection.execute(f"INSERT INTO {FTS_TABLE} ({FTS_TABLE}) VALUES ('optimize')")
+
+
+def optimize(connection: sqlite3.Connection) -> None:
+    """Refresh the query planner's statistics (``PRAGMA optimize``)."""
+    connection.execute("PRAGMA optimize")
+
+
+def vacuum(connection: sqlite3.Connection) -> None:
+    """Rebuild the database file compactly (outside any transaction)."""
+    connection.execute("VACUUM")

@@ -28,19 +28,15 @@ Plans (all filters are SQL conditions on the joined message and session rows):
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from hermes_sessions import text
 from hermes_sessions.backends.rules import make_hit, rank_hits
-from hermes_sessions.backends.sqlite._rows import (
-    MESSAGE_COLUMNS,
-    SESSION_COLUMNS,
-    in_list,
-    message_from_row,
-    record_from_row,
-    visibility_sql,
-)
-from hermes_sessions.backends.sqlite._schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME, to_us
+from hermes_sessions.backends.sqlite._clauses import CHUNK, in_list, session_filters
+from hermes_sessions.backends.sqlite._messages import MESSAGE_COLUMNS
+from hermes_sessions.backends.sqlite._rows import message_from_row, record_from_row, to_us
+from hermes_sessions.backends.sqlite._schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME
+from hermes_sessions.backends.sqlite._sessions import SESSION_COLUMNS
 
 if TYPE_CHECKING:
     import sqlite3
@@ -49,9 +45,6 @@ if TYPE_CHECKING:
     from hermes_sessions.queries import SearchHit, SearchQuery
 
 __all__ = ["fts_query", "search"]
-
-_ID_CHUNK: Final = 500
-"""Ids bound per ``IN (...)`` list (well under every build's variable limit)."""
 
 
 def _phrase(phrase: text.Phrase) -> str:
@@ -77,9 +70,9 @@ def fts_query(query: text.Query) -> str:
     return f"{positive} NOT {_any(query.excluded)}"
 
 
-def _filters(query: SearchQuery, params: list[Any]) -> list[str]:  # noqa: C901, PLR0912  # one per filter
+def _filters(query: SearchQuery, params: list[Any]) -> list[str]:
     """SQL conditions on ``messages AS m`` and ``sessions AS s`` for every filter of ``query``."""
-    where = []
+    where = session_filters(query, params)
     if not query.include_inactive:
         where.append("m.active = 1")
     if query.roles is not None:
@@ -92,25 +85,10 @@ def _filters(query: SearchQuery, params: list[Any]) -> list[str]:  # noqa: C901,
     if query.until is not None:
         where.append("m.timestamp < ?")
         params.append(to_us(query.until))
-    if query.sources is not None:
-        where.append(in_list("s.source", query.sources, params))
-    if query.exclude_sources:
-        where.append(in_list("s.source", query.exclude_sources, params, negate=True))
-    if query.session_key is not None:
-        where.append("s.session_key = ?")
-        params.append(query.session_key)
     if query.session_ids is not None:
         where.append(in_list("s.id", query.session_ids, params))
     if query.exclude_session_ids:
         where.append(in_list("s.id", query.exclude_session_ids, params, negate=True))
-    if query.user_id is not None:
-        where.append("s.user_id = ?")
-        params.append(query.user_id)
-    if query.archived is not None:
-        where.append("s.archived = ?")
-        params.append(int(query.archived))
-    if query.visible_to is not None:
-        where.append(visibility_sql(query.visible_to, params))
     return where
 
 
@@ -200,8 +178,8 @@ def _hits(
     """Load the messages and sessions of ``(message id, score)`` pairs and build the hits."""
     rows: dict[int, Any] = {}
     ids = [message_id for message_id, _score in scored]
-    for start in range(0, len(ids), _ID_CHUNK):
-        chunk = ids[start : start + _ID_CHUNK]
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
         params: list[Any] = []
         sql = (
             f"SELECT {MESSAGE_COLUMNS}, {SESSION_COLUMNS} FROM messages AS m "

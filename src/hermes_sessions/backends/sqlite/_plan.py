@@ -1,0 +1,56 @@
+"""The rotation on SQLite: a :class:`RotationPlan` checked, then applied, in one transaction.
+
+The preconditions are the shared rule (:func:`hermes_sessions.backends.rules.check_plan`) over
+lookups in the caller's write transaction, so nothing can change between check and write.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+
+from hermes_sessions.backends.rules import check_plan
+from hermes_sessions.backends.sqlite import _entries as entries
+from hermes_sessions.backends.sqlite import _messages as messages
+from hermes_sessions.backends.sqlite import _sessions as sessions
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from hermes_sessions.models import SessionEntry
+    from hermes_sessions.protocols import RotationPlan
+
+__all__ = ["apply_plan"]
+
+
+def apply_plan(
+    connection: sqlite3.Connection, plan: RotationPlan, *, fts: bool
+) -> list[SessionEntry]:
+    """Check every precondition of ``plan``, then make every change (see ``RotationPlan``)."""
+    check_plan(
+        plan,
+        lambda key: entries.revision(connection, key),
+        lambda session_id: sessions.record(connection, session_id),
+    )
+    if plan.create is not None:
+        sessions.create(connection, plan.create)
+        seq = sessions.seq_of(connection, plan.create.id)
+        messages.append(connection, seq, plan.create.id, plan.messages, fts=fts)
+    for session_id in plan.reopen:
+        sessions.reopen(connection, session_id)
+    written: list[SessionEntry] = []
+    for source, target in plan.repoint:
+        for entry in entries.listing(connection, source):
+            moved = attrs.evolve(entry, session_id=target)
+            written.append(entries.store(connection, moved, moved.revision))
+    for write in plan.entries:
+        expected = write.expected_revision
+        current = entries.revision(connection, write.entry.session_key)
+        if current is not None and expected is not None and current != expected:
+            expected = current  # a repoint in this same plan moved the key
+        written.append(entries.store(connection, write.entry, expected))
+    for session_id, reason in plan.end:
+        if not entries.points_at(connection, session_id):
+            sessions.end(connection, session_id, reason, plan.at)
+    return written
