@@ -309,3 +309,37 @@ def test_sessions_of_other_schemas_are_invisible(tmp_path):
         stored = first.get_session("s1")
         assert stored is not None
         assert stored.title is None
+
+
+def test_a_host_that_loses_the_migration_race_applies_nothing(tmp_path, monkeypatch):
+    """Migrated by another host between the unlocked read and the lock: nothing is applied."""
+    open_pg(tmp_path).close()
+    reads = []
+    real = schema.applied_version
+
+    def stale_first(pool, connection):
+        reads.append(1)
+        return 0 if len(reads) == 1 else real(pool, connection)
+
+    monkeypatch.setattr(schema, "applied_version", stale_first)
+    with open_pg(tmp_path) as backend:
+        assert backend.migrations_applied == 0
+    assert len(reads) == 2
+
+
+def test_a_write_behind_a_moved_revision_conflicts(backend):
+    """The revision guard of the write itself catches a key moved after the check."""
+    from hermes_sessions.backends.postgres import _statements as statements  # noqa: PLC0415
+    from hermes_sessions.exceptions import ConflictError  # noqa: PLC0415
+    from hermes_sessions.testing._support import entry_for  # noqa: PLC0415
+
+    seed(backend, "s1", "k")
+    with pytest.raises(ConflictError) as caught:
+        backend._run(lambda c: statements.store_entry(backend, c, entry_for("k", "s1"), 5))
+    assert (caught.value.expected_revision, caught.value.actual_revision) == (5, 1)
+
+
+def test_a_malformed_dsn_is_a_storage_error():
+    """A DSN libpq cannot parse fails the open with StorageError (and a readable description)."""
+    with pytest.raises(StorageError, match="PostgreSQL schema"):
+        PostgresBackend("this is = not a 'dsn", timeout=1, connect_timeout=1)
