@@ -13,6 +13,7 @@ from hermes_sessions.backends.jsonl import JSONLBackend
 from hermes_sessions.backends.sqlite import SQLiteBackend
 from hermes_sessions.store import SessionStore
 from hermes_sessions.testing import FrozenClock
+from pg_support import drop_schemas, open_pg, schema_prefix, test_dsn
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -36,6 +37,17 @@ BACKENDS: dict[str, Callable[[Path], Backend]] = {
     "sqlite": lambda path: SQLiteBackend(path / "state.db"),
     "jsonl": lambda path: JSONLBackend(path / "sessions"),
 }
+if test_dsn() is not None:  # the PostgreSQL server of CI (HERMES_SESSIONS_TEST_PG_DSN)
+    BACKENDS["pg"] = open_pg
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _postgres_schemas() -> Iterator[None]:
+    """Drop every PostgreSQL schema this test session created, when it ends."""
+    prefix = schema_prefix()
+    yield
+    if test_dsn() is not None:
+        drop_schemas(prefix)
 
 
 @pytest.fixture(params=sorted(BACKENDS))

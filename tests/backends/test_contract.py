@@ -8,9 +8,12 @@ from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.backends.jsonl import JSONLBackend
 from hermes_sessions.backends.sqlite import SQLiteBackend
 from hermes_sessions.testing import BackendContract
+from pg_support import open_pg, requires_pg
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from hermes_sessions.backends.postgres import PostgresBackend
 
 
 class TestInMemoryBackend(BackendContract):
@@ -36,3 +39,12 @@ class TestJSONLBackend(BackendContract):
     def make_backend(self, directory: Path) -> JSONLBackend:
         """A JSONL backend on ``directory`` (created on first use)."""
         return JSONLBackend(directory)
+
+
+@requires_pg
+class TestPostgresBackend(BackendContract):
+    """The PostgreSQL backend, in a schema of its own for each test directory."""
+
+    def make_backend(self, directory: Path) -> PostgresBackend:
+        """A backend on the test server whose schema is derived from ``directory``."""
+        return open_pg(directory)

@@ -17,25 +17,32 @@ if TYPE_CHECKING:
 
     from hermes_sessions.backends.inmemory import InMemoryBackend
     from hermes_sessions.backends.jsonl import JSONLBackend
+    from hermes_sessions.backends.postgres import PostgresBackend
     from hermes_sessions.backends.sqlite import SQLiteBackend
     from hermes_sessions.protocols import Backend
 
-__all__ = ["InMemoryBackend", "JSONLBackend", "SQLiteBackend", "open_backend"]
+__all__ = ["InMemoryBackend", "JSONLBackend", "PostgresBackend", "SQLiteBackend", "open_backend"]
 
 _MODULES = {
     "InMemoryBackend": "hermes_sessions.backends.inmemory",
     "JSONLBackend": "hermes_sessions.backends.jsonl",
+    "PostgresBackend": "hermes_sessions.backends.postgres",
     "SQLiteBackend": "hermes_sessions.backends.sqlite",
 }
 
 
-def open_backend(kind: str, home: Path | None = None) -> Backend:
-    """Open the backend ``kind`` (``sqlite``, ``jsonl`` or ``memory``) under ``home``.
+def open_backend(kind: str, home: Path | None = None, *, dsn: str | None = None) -> Backend:
+    """Open the backend ``kind`` (``sqlite``, ``jsonl``, ``memory`` or ``postgres``) under ``home``.
 
     ``sqlite`` keeps ``<home>/state.db``; ``jsonl`` keeps ``<home>/sessions/<id>.jsonl`` with its
     journal and routing files beside them in ``<home>``; ``memory`` keeps nothing. ``home``
-    defaults to :func:`~hermes_sessions.paths.default_home`.
+    defaults to :func:`~hermes_sessions.paths.default_home`. ``postgres`` ignores ``home`` and
+    connects to ``dsn``, else to ``$HERMES_SESSIONS_DSN`` (extra ``postgres``).
     """
+    if kind == "postgres":
+        from hermes_sessions.backends.postgres import PostgresBackend  # noqa: PLC0415
+
+        return PostgresBackend.from_env(dsn)
     if kind == "memory":
         from hermes_sessions.backends.inmemory import InMemoryBackend  # noqa: PLC0415  # loaded on use
 
@@ -49,7 +56,7 @@ def open_backend(kind: str, home: Path | None = None) -> Backend:
         from hermes_sessions.backends.jsonl import JSONLBackend  # noqa: PLC0415  # loaded on use
 
         return JSONLBackend(home if home is not None else default_home())
-    raise ValueError(f"unknown backend {kind!r}; choose 'sqlite', 'jsonl' or 'memory'")
+    raise ValueError(f"unknown backend {kind!r}; choose 'sqlite', 'jsonl', 'memory' or 'postgres'")
 
 
 def __getattr__(name: str) -> Any:

@@ -417,7 +417,11 @@ def resolve_plan(
         entry = table.get(key)
         return None if entry is None else entry.revision
 
-    check_plan(plan, revision_of, record_of)
+    def ended_of(session_id: str) -> bool | None:
+        record = record_of(session_id)
+        return None if record is None else record.is_ended
+
+    check_plan(plan, revision_of, ended_of)
     planned = _PlannedIndex(table)
     for source, target in plan.repoint:
         for key in sorted(planned.keys_at(source)):

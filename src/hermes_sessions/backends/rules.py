@@ -167,29 +167,29 @@ def check_revision(key: str, expected: int | None, actual: int | None) -> None:
 def check_plan(
     plan: RotationPlan,
     revision_of: Callable[[str], int | None],
-    record_of: Callable[[str], SessionRecord | None],
+    ended_of: Callable[[str], bool | None],
 ) -> None:
     """Check a plan's preconditions; raise ``ConflictError`` or ``SessionNotFoundError``.
 
-    ``revision_of`` gives a key's current revision (``None``: no entry) and ``record_of`` a
-    session's record (``None``: no such session), as the backend holds them now.
+    ``revision_of`` gives a key's current revision (``None``: no entry) and ``ended_of`` whether a
+    session has ended (``None``: no such session), as the backend holds them now.
     """
     for write in plan.entries:
         key = write.entry.session_key
         check_revision(key, write.expected_revision, revision_of(key))
     for session_id in plan.require_open:
-        record = record_of(session_id)
-        if record is None:
+        ended = ended_of(session_id)
+        if ended is None:
             raise missing_session(session_id)
-        if record.is_ended:
+        if ended:
             raise ConflictError(session_id=session_id)
     created = plan.create.id if plan.create is not None else None
-    if created is not None and record_of(created) is not None:
+    if created is not None and ended_of(created) is not None:
         raise ConflictError(session_id=created)
     needed = [w.entry.session_id for w in plan.entries] + [t for _, t in plan.repoint]
     needed += list(plan.reopen) + [s for s, _ in plan.end]
     for session_id in dict.fromkeys(needed):
-        if session_id != created and record_of(session_id) is None:
+        if session_id != created and ended_of(session_id) is None:
             raise missing_session(session_id)
 
 

@@ -115,18 +115,22 @@ class SessionStore(ClosesOnExit):
     def open(
         cls,
         home: Path | str | None = None,
-        backend: Literal["sqlite", "jsonl", "memory"] = "sqlite",
+        backend: Literal["sqlite", "jsonl", "memory", "postgres"] = "sqlite",
+        *,
+        dsn: str | None = None,
         **options: Unpack[StoreOptions],
     ) -> SessionStore:
         """Open a store under ``home`` (default: :func:`~hermes_sessions.paths.default_home`).
 
         ``sqlite`` (the default) keeps ``<home>/state.db``; ``jsonl`` keeps one file per session
-        in ``<home>/sessions/``, with its journal beside it; ``memory`` keeps nothing.
+        in ``<home>/sessions/``, with its journal beside it; ``memory`` keeps nothing;
+        ``postgres`` connects to ``dsn`` (default: ``$HERMES_SESSIONS_DSN``) instead of a home.
         ``options`` go to the store's constructor.
         """
         from hermes_sessions.backends import open_backend  # noqa: PLC0415  # backends load lazily
 
-        return cls(open_backend(backend, None if home is None else Path(home)), **options)
+        opened = open_backend(backend, None if home is None else Path(home), dsn=dsn)
+        return cls(opened, **options)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ def apply_plan(
     check_plan(
         plan,
         lambda key: entries.revision(connection, key),
-        lambda session_id: sessions.record(connection, session_id),
+        lambda session_id: sessions.ended(connection, session_id),
     )
     if plan.create is not None:
         sessions.create(connection, plan.create)

@@ -33,6 +33,7 @@ __all__ = [
     "create",
     "delete",
     "end",
+    "ended",
     "existing",
     "page",
     "record",
@@ -51,6 +52,14 @@ def record(connection: sqlite3.Connection, session_id: str) -> SessionRecord | N
         f"SELECT {SESSION_COLUMNS} FROM sessions AS s WHERE s.id = ?", (session_id,)
     ).fetchone()
     return None if row is None else record_from_row(row)
+
+
+def ended(connection: sqlite3.Connection, session_id: str) -> bool | None:
+    """Whether ``session_id`` has ended, or ``None`` when there is no such session."""
+    row = connection.execute(
+        "SELECT end_reason FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    return None if row is None else row[0] is not None
 
 
 def existing(connection: sqlite3.Connection, session_id: str) -> SessionRecord:

@@ -1,0 +1,398 @@
+"""PostgresBackend: several gateway hosts sharing one PostgreSQL database.
+
+Sessions, messages, their search rows, the routing index and leases live in one schema, so a
+rotation, an append with its search rows and its activity, or a compare-and-swap is one
+transaction. ``docs/postgres.md`` describes deployment (DSN, pool size, schema, poolers), the
+concurrency model and what was measured. The pool and retries are in ``_pool``, the schema and
+migrations in ``_schema``, SQL in the statement modules, row conversions in ``_rows`` and search
+in ``_search``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from hermes_sessions.backends.postgres import _messages as writes
+from hermes_sessions.backends.postgres import _schema as schema
+from hermes_sessions.backends.postgres import _statements as statements
+from hermes_sessions.backends.postgres._pool import Connections, guarded
+from hermes_sessions.backends.postgres._rows import (
+    ENTRY_COLUMNS,
+    MESSAGE_COLUMNS,
+    SESSION_WIDTH,
+    enc,
+    entry_from_row,
+    listing,
+    message_from_row,
+    preview_of,
+    record_from_row,
+    record_values,
+)
+from hermes_sessions.backends.postgres._search import search as run_search
+from hermes_sessions.backends.rules import apply_update, check_update, missing_session
+from hermes_sessions.closing import ClosesOnExit
+from hermes_sessions.exceptions import StorageError
+from hermes_sessions.protocols import Capabilities
+from hermes_sessions.queries import SessionPage, SessionSummary, encode_cursor
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from datetime import datetime, timedelta
+
+    import psycopg
+
+    from hermes_sessions.models import Message, SessionEntry, SessionRecord
+    from hermes_sessions.protocols import RotationPlan
+    from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
+
+__all__ = ["DSN_VARIABLE", "PostgresBackend"]
+
+DSN_VARIABLE = "HERMES_SESSIONS_DSN"
+"""The environment variable :meth:`PostgresBackend.from_env` reads the DSN from."""
+
+
+@attrs.define(eq=False)
+class PostgresBackend(Connections, ClosesOnExit):
+    """Sessions, messages, routing and search in a PostgreSQL schema, shared by many hosts.
+
+    Args:
+        dsn: A libpq connection string or URI (``postgresql://user@host:5432/db``). Put the
+            password in ``~/.pgpass`` or ``PGPASSWORD`` rather than in code.
+        schema: The schema holding the tables (created, with its tables, on first open).
+        min_size: Connections the pool keeps open (0: connect on first use).
+        max_size: Most connections the pool opens; one is busy only for one call.
+        timeout: Seconds a call waits for a free connection before ``StorageError``.
+        connect_timeout: Seconds to wait when connecting to the server.
+        lock_timeout: If set, seconds a transaction waits for a row or advisory lock before it
+            is retried (``SET LOCAL lock_timeout``); by default it waits as long as it takes.
+        retries: Further attempts after a deadlock, serialisation failure or lock timeout
+            (jittered, doubling pauses); then :class:`~hermes_sessions.exceptions.LockTimeoutError`.
+
+    .. versionadded:: 0.1.0
+    """
+
+    migrations_applied: int = attrs.field(default=0, init=False)
+    """How many migrations opening this backend applied (0 when another host already had)."""
+
+    def __attrs_post_init__(self) -> None:
+        try:
+            self._open_pool()
+            self.migrations_applied = schema.migrate(self)
+        except BaseException as error:
+            self.close()
+            if isinstance(error, StorageError):
+                raise
+            import psycopg  # noqa: PLC0415  # imported with the backend anyway
+
+            if isinstance(error, psycopg.Error):
+                raise StorageError(f"cannot open {self.describe()}: {error}") from error
+            raise
+
+    @classmethod
+    def from_env(cls, dsn: str | None = None, **options: Any) -> PostgresBackend:
+        """Open the database named by ``dsn``, else by ``$HERMES_SESSIONS_DSN``."""
+        chosen = dsn if dsn is not None else os.environ.get(DSN_VARIABLE)
+        if not chosen:
+            raise ValueError(
+                "the postgres backend needs a DSN: pass dsn='postgresql://user@host/db' or set "
+                f"{DSN_VARIABLE}"
+            )
+        return cls(chosen, **options)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"pool {self.min_size}-{self.max_size}"
+        return f"<PostgresBackend {self.describe()} {state}>"
+
+    def capabilities(self) -> Capabilities:
+        """Persistent, multi-process (and multi-host), searchable."""
+        return Capabilities(persistent=True, multiprocess=True)
+
+    def schema_version(self) -> int:
+        """The newest migration applied to the schema."""
+        return self._run(lambda c: schema.applied_version(self, c), write=False)
+
+    # -- routing index -----------------------------------------------------------------------------
+
+    @guarded
+    def get_entry(self, key: str) -> SessionEntry | None:
+        """Return the entry of ``key``, or ``None``."""
+        sql = self.q(f"SELECT {ENTRY_COLUMNS} FROM {{s}}.entries WHERE session_key = %s")
+        row = self._run(lambda c: c.execute(sql, (enc(key),)).fetchone(), write=False)
+        return None if row is None else entry_from_row(row)
+
+    @guarded
+    def put_entry(self, entry: SessionEntry, *, expected_revision: int | None) -> SessionEntry:
+        """Store ``entry`` if the key's revision is ``expected_revision`` (compare-and-swap)."""
+        return self._run(lambda c: statements.put_entry(self, c, entry, expected_revision))
+
+    @guarded
+    def delete_entry(self, key: str, *, expected_revision: int) -> None:
+        """Remove the entry of ``key`` if its revision is ``expected_revision``."""
+        self._run(lambda c: statements.delete_entry(self, c, key, expected_revision))
+
+    @guarded
+    def entries(self, *, session_id: str | None = None) -> list[SessionEntry]:
+        """Return all entries, or those pointing at ``session_id``, in key order."""
+        sql = f"SELECT {ENTRY_COLUMNS} FROM {{s}}.entries"
+        params: tuple[str, ...] = ()
+        if session_id is not None:
+            sql += " WHERE session_id = %s"
+            params = (session_id,)
+        query = self.q(sql + " ORDER BY session_key")
+        rows = self._run(lambda c: c.execute(query, params).fetchall(), write=False)
+        return [entry_from_row(row) for row in rows]
+
+    @guarded
+    def record_activity(
+        self, key: str, at: datetime, *, last_prompt_tokens: int | None = None
+    ) -> SessionEntry | None:
+        """Move ``updated_at`` forward to ``at`` without a revision check."""
+        sql = self.q(
+            "UPDATE {s}.entries SET updated_at = greatest(updated_at, %s), "
+            "last_prompt_tokens = coalesce(%s, last_prompt_tokens) WHERE session_key = %s "
+            f"RETURNING {ENTRY_COLUMNS}"
+        )
+        row = self._run(
+            lambda c: c.execute(sql, (at, last_prompt_tokens, enc(key))).fetchone(), write=False
+        )
+        return None if row is None else entry_from_row(row)
+
+    # -- sessions ----------------------------------------------------------------------------------
+
+    @guarded
+    def create_session(self, record: SessionRecord) -> SessionRecord:
+        """Store a new session; an existing id returns the stored record unchanged."""
+
+        def work(connection: psycopg.Connection[Any]) -> SessionRecord:
+            created = statements.create(self, connection, record)
+            if created is not None:
+                return created
+            found = statements.record(self, connection, record.id)
+            assert found is not None  # noqa: S101  # the insert found it
+            return found
+
+        return self._run(work)
+
+    @guarded
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """Return the record of ``session_id``, or ``None``."""
+        return self._run(lambda c: statements.record(self, c, session_id), write=False)
+
+    @guarded
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        values: Mapping[str, Any] | None = None,
+        increments: Mapping[str, int | float] | None = None,
+    ) -> SessionRecord:
+        """Set fields and add to counters atomically (the row is locked while it changes)."""
+        changes, amounts = check_update(values, increments)
+
+        def work(connection: psycopg.Connection[Any]) -> SessionRecord:
+            writes.lock_session(self, connection, session_id)
+            current = statements.record(self, connection, session_id)
+            assert current is not None  # noqa: S101  # locked above
+            updated = apply_update(current, changes, amounts)
+            row = record_values(updated)
+            names = [*changes, *amounts]
+            if "title" in changes:
+                names += ["title_key", "lineage_key"]
+            if names:
+                assignments = ", ".join(f"{name} = %s" for name in names)
+                connection.execute(
+                    self.q(f"UPDATE {{s}}.sessions SET {assignments} WHERE id = %s"),
+                    [row[name] for name in names] + [session_id],
+                )
+            return updated
+
+        return self._run(work)
+
+    @guarded
+    def end_session(self, session_id: str, reason: str, *, at: datetime) -> SessionRecord:
+        """End a session; the first reason wins."""
+        return self._run(lambda c: statements.end(self, c, session_id, reason, at))
+
+    @guarded
+    def reopen_session(self, session_id: str) -> SessionRecord:
+        """Clear a session's end."""
+
+        def work(connection: psycopg.Connection[Any]) -> SessionRecord:
+            connection.execute(
+                self.q("UPDATE {s}.sessions SET ended_at = NULL, end_reason = NULL WHERE id = %s"),
+                (session_id,),
+            )
+            found = statements.record(self, connection, session_id)
+            if found is None:
+                raise missing_session(session_id)
+            return found
+
+        return self._run(work)
+
+    @guarded
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session, its messages and search rows; orphan its children."""
+
+        def work(connection: psycopg.Connection[Any]) -> bool:
+            cursor = connection.execute(
+                self.q("DELETE FROM {s}.sessions WHERE id = %s"), (session_id,)
+            )
+            if cursor.rowcount == 0:
+                return False
+            connection.execute(
+                self.q(
+                    "UPDATE {s}.sessions SET parent_session_id = NULL WHERE parent_session_id = %s"
+                ),
+                (session_id,),
+            )
+            return True
+
+        return self._run(work)
+
+    @guarded
+    def list_sessions(self, query: SessionQuery) -> SessionPage:
+        """Return one page of sessions matching ``query``."""
+        sql, params = listing(query)
+        rendered = self.q(sql)
+        rows = self._run(lambda c: c.execute(rendered, params).fetchall(), write=False)
+        more = query.limit is not None and len(rows) > query.limit
+        rows = rows[: query.limit] if more else rows
+        items = [
+            SessionSummary(record=record_from_row(row), preview=preview_of(row[SESSION_WIDTH]))
+            for row in rows
+        ]
+        cursor = None
+        if more:
+            last = items[-1].record
+            cursor = encode_cursor(query.sort_value(last), last.id)
+        return SessionPage(items=items, next_cursor=cursor)
+
+    # -- messages ----------------------------------------------------------------------------------
+
+    @guarded
+    def append_messages(
+        self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
+    ) -> list[Message]:
+        """Append atomically and idempotently by platform message id; one transaction."""
+        return self._run(lambda c: writes.append(self, c, session_id, messages, touch_at=touch_at))
+
+    @guarded
+    def get_messages(
+        self,
+        session_id: str,
+        *,
+        after_id: int | None = None,
+        before_id: int | None = None,
+        limit: int | None = None,
+        include_inactive: bool = False,
+        from_end: bool = False,
+    ) -> list[Message]:
+        """Return messages in insertion order, optionally a window of them (one statement)."""
+        inner = "SELECT id, active, body FROM {s}.messages WHERE session_seq = s.seq"
+        params: list[Any] = []
+        if after_id is not None:
+            inner += " AND id > %s"
+            params.append(after_id)
+        if before_id is not None:
+            inner += " AND id < %s"
+            params.append(before_id)
+        if not include_inactive:
+            inner += " AND active"
+        inner += " ORDER BY id DESC" if from_end else " ORDER BY id"
+        if limit is not None:
+            inner += " LIMIT %s"
+            params.append(limit)
+        sql = self.q(
+            f"SELECT m.id, m.active, m.body FROM {{s}}.sessions AS s LEFT JOIN LATERAL ({inner}) "
+            "AS m ON true WHERE s.id = %s ORDER BY m.id"
+        )
+        rows = self._run(lambda c: c.execute(sql, [*params, session_id]).fetchall(), write=False)
+        if not rows:
+            raise missing_session(session_id)
+        return [message_from_row(row, session_id) for row in rows if row[0] is not None]
+
+    def _one_message(
+        self, condition: str, params: tuple[Any, ...], session_id: str
+    ) -> Message | None:
+        sql = self.q(
+            f"SELECT {MESSAGE_COLUMNS} FROM {{s}}.messages AS m JOIN {{s}}.sessions AS s "
+            f"ON s.seq = m.session_seq WHERE s.id = %s AND {condition}"
+        )
+        row = self._run(lambda c: c.execute(sql, (session_id, *params)).fetchone(), write=False)
+        return None if row is None else message_from_row(row, session_id)
+
+    @guarded
+    def get_message(self, session_id: str, message_id: int) -> Message | None:
+        """Return one message (active or not), or ``None``."""
+        return self._one_message("m.id = %s", (message_id,), session_id)
+
+    @guarded
+    def find_message(self, session_id: str, platform_message_id: str) -> Message | None:
+        """Return the message with this platform id in the session, or ``None``."""
+        return self._one_message(
+            "m.platform_message_id = %s", (enc(platform_message_id),), session_id
+        )
+
+    @guarded
+    def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
+        """Replace one message's fields, keeping its id; re-index it."""
+        return self._run(lambda c: writes.replace_one(self, c, session_id, message_id, message))
+
+    @guarded
+    def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        """Replace the whole transcript atomically (new ids)."""
+        return self._run(lambda c: writes.replace_all(self, c, session_id, messages))
+
+    @guarded
+    def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:
+        """Soft-delete or restore messages; return how many changed."""
+        return self._run(
+            lambda c: writes.set_active(self, c, session_id, message_ids, active=active)
+        )
+
+    @guarded
+    def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
+        """Delete messages for good (and their search rows); return how many were deleted."""
+        return self._run(lambda c: writes.delete(self, c, session_id, message_ids))
+
+    # -- the atomic rotation -----------------------------------------------------------------------
+
+    @guarded
+    def apply(self, plan: RotationPlan) -> list[SessionEntry]:
+        """Commit ``plan`` atomically: lock, check every precondition, then make every change."""
+        return self._run(lambda c: statements.apply_plan(self, c, plan))
+
+    # -- leases ------------------------------------------------------------------------------------
+
+    @guarded
+    def acquire_lease(self, resource: str, holder: str, *, ttl: timedelta, now: datetime) -> bool:
+        """Take or renew an exclusive lease until ``now + ttl`` (one atomic statement)."""
+        sql = self.q(
+            "INSERT INTO {s}.leases AS l (resource, holder, expires_at) VALUES (%s, %s, %s) "
+            "ON CONFLICT (resource) DO UPDATE SET holder = excluded.holder, "
+            "expires_at = excluded.expires_at "
+            "WHERE l.holder = excluded.holder OR l.expires_at <= %s RETURNING 1"
+        )
+        params = (enc(resource), enc(holder), now + ttl, now)
+        row = self._run(lambda c: c.execute(sql, params).fetchone(), write=False)
+        return row is not None
+
+    @guarded
+    def release_lease(self, resource: str, holder: str) -> None:
+        """Release ``holder``'s lease on ``resource``."""
+        sql = self.q("DELETE FROM {s}.leases WHERE resource = %s AND holder = %s")
+        self._run(lambda c: c.execute(sql, (enc(resource), enc(holder))), write=False)
+
+    # -- search ------------------------------------------------------------------------------------
+
+    @guarded
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """Search the ``tsvector`` index (see ``_search``), in one repeatable-read snapshot."""
+
+        def work(connection: psycopg.Connection[Any]) -> list[SearchHit]:
+            return run_search(self, connection, query)
+
+        return self._run(work)

@@ -1,0 +1,310 @@
+"""Message writes of the PostgreSQL backend, run inside the caller's transaction.
+
+Every write first takes the session's row lock (``UPDATE sessions ... RETURNING``), which also
+hands out the message ids: ids come from the session's ``next_message_id``, so concurrent
+appends to one session queue on that lock and their ids increase in commit order. In the same
+transaction each write keeps the ``messages`` rows, their ``message_text`` search rows, the
+session's counters and last activity (and, with ``touch_at``, the activity of every key that
+points at the session) in step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from hermes_sessions import text
+from hermes_sessions.backends.postgres._rows import (
+    MESSAGE_COLUMNS,
+    enc,
+    message_body,
+    message_from_row,
+)
+from hermes_sessions.backends.postgres._search import documents
+from hermes_sessions.backends.rules import missing_session, tool_call_count
+from hermes_sessions.exceptions import SessionNotFoundError
+from hermes_sessions.models import Message, stamped
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from datetime import datetime
+
+    import psycopg
+
+    from hermes_sessions.backends.postgres._pool import Connections
+
+__all__ = ["append", "delete", "lock_session", "replace_all", "replace_one", "set_active"]
+
+_TAKE_IDS: Final = (
+    "UPDATE {s}.sessions SET next_message_id = next_message_id + %s WHERE id = %s "
+    "RETURNING seq, next_message_id - %s"
+)
+_WRITE: Final = """WITH new_messages AS (
+    INSERT INTO {s}.messages (session_seq, id, role, timestamp, active, platform_message_id,
+        sender_id, tool_calls, body)
+    SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::timestamptz[], %s::boolean[],
+        %s::text[], %s::text[], %s::integer[], %s::text[])
+), new_text AS (
+    INSERT INTO {s}.message_text (session_seq, message_id, chunk, exact, tsv)
+    SELECT %s, * FROM unnest(%s::bigint[], %s::integer[], %s::boolean[], %s::tsvector[])
+), counted AS (
+    UPDATE {s}.sessions SET message_count = message_count + %s,
+        tool_call_count = tool_call_count + %s,
+        last_active_at = greatest(last_active_at, %s)
+    WHERE seq = %s
+)
+UPDATE {s}.entries SET updated_at = greatest(updated_at, %s)
+WHERE %s::timestamptz IS NOT NULL AND session_id = %s"""
+
+
+def lock_session(
+    pool: Connections, connection: psycopg.Connection[Any], session_id: str, ids: int = 0
+) -> tuple[int, int]:
+    """Lock the session's row and take ``ids`` message ids; return ``(seq, first id)``."""
+    row = connection.execute(pool.q(_TAKE_IDS), (ids, session_id, ids)).fetchone()
+    if row is None:
+        raise missing_session(session_id)
+    return int(row[0]), int(row[1])
+
+
+def _known(
+    pool: Connections,
+    connection: psycopg.Connection[Any],
+    seq: int,
+    session_id: str,
+    platform_ids: list[str],
+) -> dict[str, Message]:
+    """The stored messages of the session with these platform ids."""
+    rows = connection.execute(
+        pool.q(
+            f"SELECT {MESSAGE_COLUMNS}, m.platform_message_id FROM {{s}}.messages AS m "
+            "WHERE m.session_seq = %s AND m.platform_message_id = ANY(%s::text[])"
+        ),
+        (seq, [enc(platform_id) for platform_id in platform_ids]),
+    ).fetchall()
+    known = {}
+    for row in rows:
+        message = message_from_row(row, session_id)
+        assert message.platform_message_id is not None  # noqa: S101  # selected by it
+        known[message.platform_message_id] = message
+    return known
+
+
+class _Rows:
+    """Column arrays of the messages and search rows one statement inserts."""
+
+    def __init__(self) -> None:
+        self.messages: list[list[Any]] = [[] for _ in range(8)]
+        self.text: list[list[Any]] = [[] for _ in range(4)]
+
+    def add(self, message: Message) -> None:
+        values = (
+            message.id,
+            message.role,
+            message.timestamp,
+            message.active,
+            enc(message.platform_message_id),
+            enc(message.sender_id),
+            tool_call_count(message),
+            message_body(message),
+        )
+        for column, value in zip(self.messages, values, strict=True):
+            column.append(value)
+        for chunk, (exact, document) in enumerate(documents(text.searchable_text(message))):
+            for column, value in zip(self.text, (message.id, chunk, exact, document), strict=True):
+                column.append(value)
+
+
+def _write(
+    pool: Connections,
+    connection: psycopg.Connection[Any],
+    seq: int,
+    session_id: str,
+    rows: _Rows,
+    *,
+    counts: tuple[int, int],
+    last_active: datetime | None,
+    touch_at: datetime | None,
+) -> None:
+    connection.execute(
+        pool.q(_WRITE),
+        (
+            seq,
+            *rows.messages,
+            seq,
+            *rows.text,
+            counts[0],
+            counts[1],
+            last_active,
+            seq,
+            touch_at,
+            touch_at,
+            session_id,
+        ),
+    )
+
+
+def append(
+    pool: Connections,
+    connection: psycopg.Connection[Any],
+    session_id: str,
+    messages: Sequence[Message],
+    *,
+    touch_at: datetime | None = None,
+) -> list[Message]:
+    """Append ``messages`` idempotently by platform id; return them as stored."""
+    seq, next_id = lock_session(pool, connection, session_id, len(messages))
+    platform_ids = [m.platform_message_id for m in messages if m.platform_message_id]
+    known = _known(pool, connection, seq, session_id, platform_ids) if platform_ids else {}
+    stored: list[Message] = []
+    rows = _Rows()
+    added = tools = 0
+    for message in messages:
+        platform_id = message.platform_message_id
+        if platform_id is not None and platform_id in known:
+            stored.append(known[platform_id])
+            continue
+        new = stamped(message, message_id=next_id, session_id=session_id)
+        next_id += 1
+        stored.append(new)
+        if platform_id is not None:
+            known[platform_id] = new
+        rows.add(new)
+        if new.active:
+            added += 1
+            tools += tool_call_count(new)
+    times = [m.timestamp for m in stored if m.timestamp is not None]
+    _write(
+        pool,
+        connection,
+        seq,
+        session_id,
+        rows,
+        counts=(added, tools),
+        last_active=max(times, default=None),
+        touch_at=touch_at,
+    )
+    return stored
+
+
+def _adjust(
+    pool: Connections, connection: psycopg.Connection[Any], seq: int, count: int, tools: int
+) -> None:
+    if count or tools:
+        connection.execute(
+            pool.q(
+                "UPDATE {s}.sessions SET message_count = message_count + %s, "
+                "tool_call_count = tool_call_count + %s WHERE seq = %s"
+            ),
+            (count, tools, seq),
+        )
+
+
+def replace_one(
+    pool: Connections,
+    connection: psycopg.Connection[Any],
+    session_id: str,
+    message_id: int,
+    message: Message,
+) -> Message:
+    """Replace one message's fields keeping its id; re-index it and fix the counters."""
+    seq, _ = lock_session(pool, connection, session_id)
+    new = attrs.evolve(message, id=message_id, session_id=session_id)
+    old = connection.execute(
+        pool.q("SELECT active, tool_calls FROM {s}.messages WHERE session_seq = %s AND id = %s"),
+        (seq, message_id),
+    ).fetchone()
+    if old is None:
+        raise SessionNotFoundError(session_id=session_id, hint=f"it has no message {message_id}")
+    platform_id = new.platform_message_id
+    if platform_id is not None:
+        clash = connection.execute(
+            pool.q(
+                "SELECT id FROM {s}.messages WHERE session_seq = %s "
+                "AND platform_message_id = %s AND id != %s"
+            ),
+            (seq, enc(platform_id), message_id),
+        ).fetchone()
+        if clash is not None:
+            raise ValueError(
+                f"platform message id {platform_id!r} already belongs to message {clash[0]} "
+                f"of session {session_id}; give the edit that message's id or another one"
+            )
+    connection.execute(
+        pool.q("DELETE FROM {s}.messages WHERE session_seq = %s AND id = %s"), (seq, message_id)
+    )
+    rows = _Rows()
+    rows.add(new)
+    tools = (tool_call_count(new) if new.active else 0) - (old[1] if old[0] else 0)
+    count = int(new.active) - int(old[0])
+    _write(
+        pool,
+        connection,
+        seq,
+        session_id,
+        rows,
+        counts=(count, tools),
+        last_active=None,
+        touch_at=None,
+    )
+    return new
+
+
+def replace_all(
+    pool: Connections,
+    connection: psycopg.Connection[Any],
+    session_id: str,
+    messages: Sequence[Message],
+) -> list[Message]:
+    """Swap the whole transcript of a session for ``messages`` (new ids)."""
+    seq, _ = lock_session(pool, connection, session_id)
+    connection.execute(pool.q("DELETE FROM {s}.messages WHERE session_seq = %s"), (seq,))
+    connection.execute(
+        pool.q("UPDATE {s}.sessions SET message_count = 0, tool_call_count = 0 WHERE seq = %s"),
+        (seq,),
+    )
+    return append(pool, connection, session_id, messages)
+
+
+def set_active(
+    pool: Connections,
+    connection: psycopg.Connection[Any],
+    session_id: str,
+    message_ids: Sequence[int],
+    *,
+    active: bool,
+) -> int:
+    """Soft-delete or restore messages (search rows stay); return how many changed."""
+    seq, _ = lock_session(pool, connection, session_id)
+    rows = connection.execute(
+        pool.q(
+            "UPDATE {s}.messages SET active = %s WHERE session_seq = %s AND active != %s "
+            "AND id = ANY(%s::bigint[]) RETURNING tool_calls"
+        ),
+        (active, seq, active, sorted(set(message_ids))),
+    ).fetchall()
+    sign = 1 if active else -1
+    _adjust(pool, connection, seq, sign * len(rows), sign * sum(row[0] for row in rows))
+    return len(rows)
+
+
+def delete(
+    pool: Connections,
+    connection: psycopg.Connection[Any],
+    session_id: str,
+    message_ids: Sequence[int],
+) -> int:
+    """Delete messages and their search rows for good; return how many were deleted."""
+    seq, _ = lock_session(pool, connection, session_id)
+    rows = connection.execute(
+        pool.q(
+            "DELETE FROM {s}.messages WHERE session_seq = %s AND id = ANY(%s::bigint[]) "
+            "RETURNING active, tool_calls"
+        ),
+        (seq, sorted(set(message_ids))),
+    ).fetchall()
+    count = sum(1 for row in rows if row[0])
+    tools = sum(row[1] for row in rows if row[0])
+    _adjust(pool, connection, seq, -count, -tools)
+    return len(rows)
