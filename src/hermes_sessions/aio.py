@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         SessionLookup,
         StoreOptions,
     )
+    from hermes_sessions.window import ContextWindow
 
 __all__ = ["AsyncSessionStore"]
 
@@ -248,6 +249,25 @@ class AsyncSessionStore:
     async def tail(self, session_id: str, n: int) -> list[Message]:
         """Async :meth:`SessionStore.tail`."""
         return await self._run(self.store.tail, session_id, n)
+
+    async def context(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_tokens: int | None = None,
+        count_tokens: Callable[[Message], int] | None = None,
+        keep_system: bool = True,
+    ) -> ContextWindow:
+        """Async :meth:`SessionStore.context`."""
+        return await self._run(
+            self.store.context,
+            session_id,
+            max_messages=max_messages,
+            max_tokens=max_tokens,
+            count_tokens=count_tokens,
+            keep_system=keep_system,
+        )
 
     async def transcript(self, session_id: str, *, include_inactive: bool = False) -> list[Message]:
         """Async :meth:`SessionStore.transcript`."""

@@ -22,8 +22,8 @@ from hermes_sessions.host._prompt import (
     prefix_sender,
     session_context_prompt,
 )
-from hermes_sessions.host._window import ContextWindow, context_window, estimate_tokens
 from hermes_sessions.host._zh import CONTEXT_PROMPT_ZH, NOTICES_ZH
+from hermes_sessions.window import ContextWindow, context_window, estimate_tokens
 
 __all__ = [
     "CONTEXT_PROMPT_EN",

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, TypedDict, Unpack
+from typing import TYPE_CHECKING, Literal, Unpack
 
 import attrs
 
@@ -40,9 +40,11 @@ from hermes_sessions.policy import ResetPolicies
 from hermes_sessions.protocols import Backend, Clock, RotationPlan
 from hermes_sessions.queries import SearchQuery, SessionQuery
 from hermes_sessions.store import _edits, _housekeeping, _lineage, _rotations, _titles, _views
+from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
 from hermes_sessions.store._targets import ResumeFilter, TargetResolver
 from hermes_sessions.titles import sanitize_title
+from hermes_sessions.window import ContextWindow, context_window
 
 if TYPE_CHECKING:
     from hermes_sessions.models import SessionSource
@@ -56,29 +58,9 @@ if TYPE_CHECKING:
     from hermes_sessions.store._lineage import Lineage
     from hermes_sessions.store._views import AnchoredView
 
-__all__ = ["SessionStore", "StoreOptions"]
+__all__ = ["SessionStore", "StoreOptions"]  # StoreOptions lives in _options
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_LEASE_TTL: Final = timedelta(minutes=10)
-
-
-class StoreOptions(TypedDict, total=False):
-    """The keyword arguments of :class:`SessionStore` besides its backend (for ``open``).
-
-    .. versionadded:: 0.1.0
-    """
-
-    keys: KeyPolicy
-    resets: ResetPolicies
-    clock: Clock
-    active_work: Callable[[str], bool] | None
-    redact: Callable[[Message], Message]
-    lease_ttl: timedelta
-
-
-def _identity(message: Message) -> Message:
-    return message
 
 
 @attrs.define(eq=False)
@@ -104,7 +86,7 @@ class SessionStore(ClosesOnExit):
     resets: ResetPolicies = attrs.field(factory=ResetPolicies, kw_only=True)
     clock: Clock = attrs.field(factory=SystemClock, kw_only=True)
     active_work: Callable[[str], bool] | None = attrs.field(default=None, kw_only=True)
-    redact: Callable[[Message], Message] = attrs.field(default=_identity, kw_only=True)
+    redact: Callable[[Message], Message] = attrs.field(default=identity, kw_only=True)
     lease_ttl: timedelta = attrs.field(default=DEFAULT_LEASE_TTL, kw_only=True)
     _rotate_callbacks: list[Callable[[RotateEvent], None]] = attrs.field(factory=list, init=False)
 
@@ -268,6 +250,24 @@ class SessionStore(ClosesOnExit):
         validate_session_id(session_id)
         return self.backend.get_messages(session_id, limit=n, from_end=True)
 
+    def context(
+        self,
+        session_id: str,
+        *,
+        max_messages: int | None = None,
+        max_tokens: int | None = None,
+        count_tokens: Callable[[Message], int] | None = None,
+        keep_system: bool = True,
+    ) -> ContextWindow:
+        """The newest whole turns that fit the budgets (see :func:`~.window.context_window`)."""
+        return context_window(
+            self.messages(session_id),
+            max_messages=max_messages,
+            max_tokens=max_tokens,
+            count_tokens=count_tokens,
+            keep_system=keep_system,
+        )
+
     def transcript(self, session_id: str, *, include_inactive: bool = False) -> list[Message]:
         """The whole transcript (for export and display; turns should use :meth:`tail`)."""
         return self.messages(session_id, include_inactive=include_inactive)
@@ -425,9 +425,7 @@ class SessionStore(ClosesOnExit):
 
         The parent ends ``compression``; the child gets ``parent_session_id`` and the next title
         of the lineage (``X`` → ``X #2``); every key pointing at the parent moves to the child.
-        Guarded by the session's compression lease, and by requiring the parent to be open, so
-        two concurrent compressions can never fork two children (the loser gets
-        ``LeaseHeldError`` or ``ConflictError``).
+        The lease and the open-parent check mean two compressions never fork two children.
         """
         with self.compression_lease(session_id, holder):
             parent = self.session(session_id)
@@ -582,16 +580,11 @@ class SessionStore(ClosesOnExit):
         return _housekeeping.prune(self.backend, cutoff, dry_run=dry_run, sources=sources)
 
     def erase_user(self, user_id: str) -> EraseReport:
-        """Remove everything of one user (right to erasure).
+        """Remove everything of one user (right to erasure; see ``docs/concepts.md``).
 
-        Every session the user owns is deleted with the routing keys that point at it — unless
-        other people also spoke in it (a shared thread the user started): there, as in every
-        other session, only the messages the user sent (``sender_id``) are deleted and the
-        user's id is cleared from the record. This reads every transcript, so it is slow on
-        large stores. A backend that keeps deleted text in its files until maintenance
-        implements :class:`~hermes_sessions.protocols.SupportsScrub` (SQLite does: it merges
-        the search index and truncates the write-ahead log); ``scrub()`` is called at the end,
-        so the erased text is gone from the files.
+        The user's own sessions go with their keys; in sessions shared with others only their
+        messages go and their id is cleared. ``scrub()`` runs at the end where the backend
+        implements :class:`~hermes_sessions.protocols.SupportsScrub`, so the text leaves the files.
         """
         return _housekeeping.erase_user(self.backend, user_id)
 
