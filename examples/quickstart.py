@@ -16,17 +16,16 @@ def main() -> None:
         source = SessionSource(platform="telegram", chat_id="42", user_id="ada")
         lookup = store.get_or_create(source)
         print(f"session key: {lookup.entry.session_key}")
-        store.append(
-            lookup.session_id,
-            Message(role="user", content="How do I free port 8443?", platform_message_id="m1"),
-            Message(role="assistant", content="Stop the old container that holds it."),
-        )
-        store.append(
-            lookup.session_id, Message(role="user", content="dup", platform_message_id="m1")
-        )
-        print(
-            f"messages stored: {len(store.transcript(lookup.session_id))}"
-        )  # the redelivery is dropped
+        for _delivery in range(2):  # the platform sends the same webhook twice
+            question = Message(  # Telegram ids are per chat: qualify them with the chat id
+                role="user", content="How do I free port 8443?", platform_message_id="42:m1"
+            )
+            if store.seen(lookup.entry.session_key, "42:m1") is not None:
+                print("redelivery: the model is not called again")
+                continue
+            answer = Message(role="assistant", content="Stop the old container that holds it.")
+            store.append(lookup.session_id, question, answer)
+        print(f"messages stored: {len(store.transcript(lookup.session_id))}")
 
         fresh = store.reset(lookup.entry.session_key)  # the user typed /new
         print(f"new session: {fresh.session_id != lookup.session_id}")

@@ -21,3 +21,17 @@ def test_python_blocks_run(document, tmp_path, monkeypatch):
     for number, block in enumerate(BLOCK.findall(document.read_text(encoding="utf-8")), 1):
         code = compile(block, f"{document.name}[block {number}]", "exec")
         exec(code, namespace)  # noqa: S102  # our own documentation
+
+
+def test_readme_quickstart_twice_stores_the_turn_once(tmp_path, monkeypatch):
+    """Run the README quickstart twice on one home: the second run is a redelivery (issue 11)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HERMES_SESSIONS_HOME", str(tmp_path / "home"))
+    quickstart = BLOCK.findall((ROOT / "README.md").read_text(encoding="utf-8"))[0]
+    for run in range(2):
+        exec(compile(quickstart, f"README.md[run {run}]", "exec"), {"__name__": "quickstart"})  # noqa: S102
+    from hermes_sessions import SessionStore  # noqa: PLC0415  # after the runs, on their home
+
+    with SessionStore.open() as store:
+        (item,) = store.list_sessions().items
+        assert [m.role for m in store.transcript(item.record.id)] == ["user", "assistant"]

@@ -22,7 +22,12 @@ EXPECTED = {
         "transcript: ['端口冲突了', '先停旧容器']",
         "second import adds: []",
     ],
-    "quickstart.py": ["agent:main:telegram:dm:42", "messages stored: 2", ">>>port<<< 8443"],
+    "quickstart.py": [
+        "agent:main:telegram:dm:42",
+        "redelivery: the model is not called again",
+        "messages stored: 2",
+        ">>>port<<< 8443",
+    ],
     "search_cjk.py": [
         "'书'",
         "['飞书机器人今天部署好了']",

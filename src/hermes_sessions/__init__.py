@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         MemoryLimitError,
         MemoryRefusedError,
         MissingDependencyError,
+        NaiveDatetimeError,
         SessionNotFoundError,
         StorageError,
         TitleConflictError,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     )
     from hermes_sessions.memory import MemoryResult, MemorySnapshot, MemoryStore
     from hermes_sessions.models import (
+        AppendResult,
         Message,
         ResetDecision,
         SessionEntry,
@@ -124,6 +126,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "MemoryLimitError",
         "MemoryRefusedError",
         "MissingDependencyError",
+        "NaiveDatetimeError",
         "SessionNotFoundError",
         "StorageError",
         "TitleConflictError",
@@ -140,6 +143,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
     ),
     "hermes_sessions.memory": ("MemoryResult", "MemorySnapshot", "MemoryStore"),
     "hermes_sessions.models": (
+        "AppendResult",
         "Message",
         "ResetDecision",
         "SessionEntry",
@@ -193,6 +197,7 @@ __all__ = [
     "AmbiguousMemoryMatchError",
     "AmbiguousSessionError",
     "AnchoredView",
+    "AppendResult",
     "AsyncSessionStore",
     "BackendClosedError",
     "ConflictError",
@@ -222,6 +227,7 @@ __all__ = [
     "MemoryStore",
     "Message",
     "MissingDependencyError",
+    "NaiveDatetimeError",
     "ParsedSessionKey",
     "PruneReport",
     "ResetDecision",

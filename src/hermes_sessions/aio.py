@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from hermes_sessions.models import (
+        AppendResult,
         Message,
         MessageContent,
         SessionEntry,
@@ -221,9 +222,7 @@ class AsyncSessionStore:
 
     # -- transcripts -------------------------------------------------------------------------------
 
-    async def append(
-        self, session_id: str, *messages: Message, touch: bool = True
-    ) -> list[Message]:
+    async def append(self, session_id: str, *messages: Message, touch: bool = True) -> AppendResult:
         """Async :meth:`SessionStore.append`."""
         return await self._run(self.store.append, session_id, *messages, touch=touch)
 

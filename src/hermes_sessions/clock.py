@@ -10,7 +10,21 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 
-__all__ = ["FrozenClock", "SystemClock"]
+from hermes_sessions.exceptions import NaiveDatetimeError
+
+__all__ = ["FrozenClock", "SystemClock", "require_aware"]
+
+
+def require_aware(value: object, name: str) -> datetime:
+    """Return ``value`` if it is an aware datetime; else ``TypeError`` or ``NaiveDatetimeError``.
+
+    .. versionadded:: 0.1.0
+    """
+    if not isinstance(value, datetime):
+        raise TypeError(f"{name} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise NaiveDatetimeError(name)
+    return value
 
 
 class SystemClock:
@@ -27,9 +41,8 @@ class SystemClock:
         return "SystemClock()"
 
 
-def _aware(_instance: object, _attribute: object, value: datetime) -> None:
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError("FrozenClock needs an aware datetime")
+def _aware(_instance: object, attribute: attrs.Attribute[datetime], value: datetime) -> None:
+    require_aware(value, f"FrozenClock {attribute.name}")
 
 
 @attrs.define
@@ -61,6 +74,6 @@ class FrozenClock:
 
     def set(self, moment: datetime) -> datetime:
         """Jump to ``moment`` (an aware datetime); return it."""
-        _aware(self, None, moment)
+        require_aware(moment, "FrozenClock.set(moment)")
         self.current = moment
         return self.current

@@ -6,6 +6,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
 
     HermesSessionsError
     ├── InvalidKeyError            (ValueError)    a session key or key component is malformed
+    ├── NaiveDatetimeError         (ValueError)    a datetime without a time zone
     ├── InvalidIdError             (ValueError)    a session id that could escape the data dir
     ├── InvalidTitleError          (ValueError)    a title is too long after sanitising
     ├── TitleConflictError         (ValueError)    the owner already has a session with that title
@@ -65,6 +66,7 @@ __all__ = [
     "MemoryLimitError",
     "MemoryRefusedError",
     "MissingDependencyError",
+    "NaiveDatetimeError",
     "SessionNotFoundError",
     "StorageError",
     "TitleConflictError",
@@ -109,6 +111,23 @@ class InvalidKeyError(HermesSessionsError, ValueError):
         self.key = key
         self.reason = reason
         super().__init__(f"invalid session key {key!r}: {reason}")
+
+
+class NaiveDatetimeError(HermesSessionsError, ValueError):
+    """A datetime without a time zone was given where an instant is needed.
+
+    Attributes:
+        name: The argument or field that got it.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"{name} must be timezone-aware (a naive datetime is ambiguous); "
+            "use datetime.now(UTC) or attach a tzinfo"
+        )
 
 
 class InvalidIdError(HermesSessionsError, ValueError):

@@ -10,6 +10,7 @@ import re
 import secrets
 from datetime import UTC, datetime
 
+from hermes_sessions.clock import require_aware
 from hermes_sessions.exceptions import InvalidIdError
 
 __all__ = ["MAX_ID_LENGTH", "new_session_id", "validate_session_id"]
@@ -30,8 +31,7 @@ def new_session_id(now: datetime) -> str:
 
     .. versionadded:: 0.1.0
     """
-    if now.tzinfo is None or now.utcoffset() is None:
-        raise ValueError("new_session_id() needs an aware datetime; pass datetime.now(UTC)")
+    require_aware(now, "new_session_id(now)")
     return f"{now.astimezone(UTC):%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
 
 

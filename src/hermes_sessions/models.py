@@ -11,12 +11,14 @@ Conversion to and from JSON-able dicts lives in one place, :mod:`hermes_sessions
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, overload
 
 import attrs
 
+from hermes_sessions.clock import require_aware
 from hermes_sessions.ids import validate_session_id
 
 if TYPE_CHECKING:
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONVENTIONAL_CHAT_TYPES",
     "PLATFORM_CHAT_TYPES",
+    "AppendResult",
     "EndReason",
     "JSONObject",
     "Message",
@@ -147,13 +150,7 @@ def _optional_slug(instance: object, attribute: attrs.Attribute[Any], value: obj
 
 
 def _aware(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, datetime):
-        raise TypeError(f"{attribute.name} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(
-            f"{attribute.name} must be timezone-aware (naive datetimes are ambiguous); "
-            "use datetime.now(UTC) or attach a tzinfo"
-        )
+    require_aware(value, attribute.name)
 
 
 def _optional_aware(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -199,19 +196,15 @@ def _bool(_instance: object, attribute: attrs.Attribute[Any], value: object) -> 
         raise TypeError(f"{attribute.name} must be a bool, got {type(value).__name__}")
 
 
-def _id_text(value: object) -> str | None:
+def _id_text(value: str | int | None) -> str | None:
     """Normalise an external identifier: numbers become strings, empty means absent."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
         return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    raise TypeError(f"identifiers must be str or int, got {type(value).__name__}")
-
-
-def _id_field() -> Any:
-    return attrs.field(default=None, converter=_id_text)
+    if isinstance(value, bool) or not isinstance(value, int):  # checked at run time too
+        raise TypeError(f"identifiers must be str or int, got {type(value).__name__}")
+    return str(value)
 
 
 def _text_field() -> Any:
@@ -240,23 +233,23 @@ class SessionSource:
 
     platform: str = attrs.field(validator=_slug)
     """Lowercase platform slug (``feishu``, ``telegram``, ``discord``, ``whatsapp``, ...)."""
-    chat_id: str | None = _id_field()
+    chat_id: str | None = attrs.field(default=None, converter=_id_text)
     """The chat (DM, group, channel) the message arrived in."""
     chat_type: str = attrs.field(default="dm", validator=_slug)
     """Conventionally ``dm``, ``group``, ``channel`` or ``thread``."""
-    user_id: str | None = _id_field()
+    user_id: str | None = attrs.field(default=None, converter=_id_text)
     """The sender's platform id."""
-    user_id_alt: str | None = _id_field()
+    user_id_alt: str | None = attrs.field(default=None, converter=_id_text)
     """A stable alternate sender id (Feishu union_id, Signal UUID); preferred in keys."""
-    thread_id: str | None = _id_field()
+    thread_id: str | None = attrs.field(default=None, converter=_id_text)
     """Thread or forum topic within the chat."""
     chat_name: str | None = _text_field()
     user_name: str | None = _text_field()
     chat_topic: str | None = _text_field()
-    scope_id: str | None = _id_field()
+    scope_id: str | None = attrs.field(default=None, converter=_id_text)
     """Workspace, guild or tenant."""
-    parent_chat_id: str | None = _id_field()
-    message_id: str | None = _id_field()
+    parent_chat_id: str | None = attrs.field(default=None, converter=_id_text)
+    message_id: str | None = attrs.field(default=None, converter=_id_text)
     """The platform's id of the message that produced this source."""
     platform_chat_type: str | None = _text_field()
     """The platform's own chat-type name when it differs from ``chat_type`` (``supergroup``).
@@ -339,15 +332,61 @@ class Message:
     token_count: int | None = attrs.field(default=None, validator=_optional_non_negative)
     finish_reason: str | None = _text_field()
     reasoning: str | None = _text_field()
-    platform_message_id: str | None = _id_field()
+    platform_message_id: str | None = attrs.field(default=None, converter=_id_text)
     """The platform's id; appends are idempotent on it within a session."""
-    sender_id: str | None = _id_field()
+    sender_id: str | None = attrs.field(default=None, converter=_id_text)
     """Who spoke, in shared sessions (used by ``erase_user``)."""
     sender_name: str | None = _text_field()
     active: bool = attrs.field(default=True, validator=_bool)
     """``False`` once soft-deleted (undo, retract); restorable."""
     extra: JSONObject = attrs.field(factory=dict, validator=_extra)
     """Every other JSON field, kept losslessly."""
+
+
+def _message_tuple(messages: Iterable[Message]) -> tuple[Message, ...]:
+    return tuple(messages)
+
+
+@attrs.frozen
+class AppendResult(Sequence[Message]):
+    """What an append did: the batch's messages as the store now holds them.
+
+    A batch whose first message carrying a ``platform_message_id`` is already in the session is
+    a *redelivery* (a webhook sent twice): nothing of it is stored, ``duplicate`` is true, and
+    the result holds the stored copies of the batch's messages that have one. Otherwise the
+    result has one message per input, in order — new ones with their ids, and in place of a
+    later message whose platform id was already stored, that stored copy (listed in
+    ``existing`` too).
+
+    .. versionadded:: 0.1.0
+    """
+
+    messages: tuple[Message, ...] = attrs.field(converter=_message_tuple)
+    duplicate: bool = attrs.field(default=False, kw_only=True)
+    """True when the batch was a redelivery and nothing was stored."""
+    existing: tuple[Message, ...] = attrs.field(default=(), converter=_message_tuple, kw_only=True)
+    """The messages of the batch that were already stored (skipped)."""
+
+    @property
+    def stored(self) -> tuple[Message, ...]:
+        """The messages this append wrote (empty for a redelivery)."""
+        seen = {m.id for m in self.existing}
+        written: list[Message] = []
+        for message in self.messages:
+            if message.id not in seen:
+                seen.add(message.id)
+                written.append(message)
+        return tuple(written)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        return self.messages[index]
+
+    def __len__(self) -> int:
+        return len(self.messages)
 
 
 MESSAGE_FIELDS: Final = frozenset(a.name for a in attrs.fields(Message)) - {"extra"}
@@ -426,6 +465,8 @@ class SessionEntry:
     resume_pending: bool = attrs.field(default=False, validator=_bool)
     resume_reason: str | None = _text_field()
     last_prompt_tokens: int | None = attrs.field(default=None, validator=_optional_non_negative)
+    previous_session_id: str | None = attrs.field(default=None, validator=_optional_session_id)
+    """The session the key was pointed away from by its last reset, resume or branch."""
     revision: int = attrs.field(default=0, validator=_non_negative)
 
 
@@ -445,7 +486,7 @@ class SessionRecord:
     started_at: datetime = attrs.field(validator=_aware)
     session_key: str | None = _text_field()
     """The key that created the session; lets the routing index be rebuilt from transcripts."""
-    user_id: str | None = _id_field()
+    user_id: str | None = attrs.field(default=None, converter=_id_text)
     title: str | None = _text_field()
     parent_session_id: str | None = attrs.field(default=None, validator=_optional_session_id)
     ended_at: datetime | None = attrs.field(default=None, validator=_optional_aware)

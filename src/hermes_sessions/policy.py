@@ -20,6 +20,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
 
+from hermes_sessions.clock import require_aware
+
 __all__ = [
     "ResetMode",
     "ResetPolicies",
@@ -284,10 +286,7 @@ class ResetPolicies:
 
 
 def _utc(value: datetime, name: str) -> datetime:
-    if not isinstance(value, datetime):
-        raise TypeError(f"{name} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValueError(f"{name} must be timezone-aware; naive datetimes are ambiguous")
+    require_aware(value, name)
     # Arithmetic between datetimes sharing a tzinfo ignores DST offsets; do everything in UTC.
     return value.astimezone(UTC)
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import attrs
 
-from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
+from hermes_sessions.models import AppendResult, EndReason, Message, SessionEntry, SessionRecord
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -245,14 +245,17 @@ class TranscriptStore(Protocol):
 
     def append_messages(
         self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
-    ) -> list[Message]:
+    ) -> AppendResult:
         """Append messages atomically and idempotently; return them as stored.
 
-        All or none are written. A message whose ``platform_message_id`` is already in the
-        session (active or not) is not stored again: the stored one is returned in its place.
-        Messages without a platform id are always appended. ``session_id`` on the messages is
-        ignored. With ``touch_at``, every key pointing at the session records activity at that
-        time, in the same transaction.
+        All or none are written, in one transaction. If the batch's first message that carries
+        a ``platform_message_id`` is already in the session (active or not), the batch is a
+        redelivery: nothing is written (not even ``touch_at``) and the result is ``duplicate``
+        (:func:`hermes_sessions.backends.rules.plan_append` is the rule, written once).
+        Otherwise a later message whose platform id is already stored is not stored again: the
+        stored one is returned in its place. Messages without a platform id are always appended.
+        ``session_id`` on the messages is ignored. With ``touch_at``, every key pointing at the
+        session records activity at that time, in the same transaction.
         """
         ...
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypedDict
 
 import attrs
 
+from hermes_sessions.clock import require_aware
 from hermes_sessions.exceptions import InvalidCursorError
 from hermes_sessions.keys import DEFAULT_KEY_POLICY
 from hermes_sessions.models import Message, SessionRecord
@@ -99,6 +100,11 @@ def _in(*choices: str) -> Any:
 def _optional_bool(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not isinstance(value, bool):
         raise TypeError(f"{attribute.name} must be True, False or None")
+
+
+def _optional_aware(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        require_aware(value, attribute.name)
 
 
 # -- who may see a session -------------------------------------------------------------------------
@@ -205,10 +211,10 @@ class SessionQuery:
     """Leave out sessions ended for these reasons (``("compression",)`` hides compressed-away
     sessions, whose conversation continues in a child)."""
     min_messages: int = attrs.field(default=0, validator=_non_negative)
-    started_after: datetime | None = None
-    started_before: datetime | None = None
-    active_after: datetime | None = None
-    active_before: datetime | None = None
+    started_after: datetime | None = attrs.field(default=None, validator=_optional_aware)
+    started_before: datetime | None = attrs.field(default=None, validator=_optional_aware)
+    active_after: datetime | None = attrs.field(default=None, validator=_optional_aware)
+    active_before: datetime | None = attrs.field(default=None, validator=_optional_aware)
     parent_session_id: str | None = None
     """Only children of this session."""
     id_prefix: str | None = None
@@ -377,9 +383,9 @@ class SearchQuery:
     session_ids: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
     exclude_session_ids: tuple[str, ...] = attrs.field(default=(), converter=_names_required)
     user_id: str | None = None
-    since: datetime | None = None
+    since: datetime | None = attrs.field(default=None, validator=_optional_aware)
     """Only messages at or after this time."""
-    until: datetime | None = None
+    until: datetime | None = attrs.field(default=None, validator=_optional_aware)
     """Only messages before this time."""
     include_inactive: bool = False
     archived: bool | None = attrs.field(default=None, validator=_optional_bool)

@@ -46,25 +46,40 @@ def test_entry_table_checks_revisions():
 
 
 def test_transcript_prepare_numbers_new_messages_and_reuses_known_ones():
-    """Platform ids stored or earlier in the batch return the first copy; nothing is stored."""
+    """Later known platform ids return the stored copy, repeats the first; nothing is stored."""
     transcript = Transcript(record("s"))
-    transcript.add(transcript.prepare([say("stored", platform_message_id="p1")])[1])
-    returned, new = transcript.prepare(
+    transcript.add(transcript.prepare([say("stored", platform_message_id="p1")]).new)
+    plan = transcript.prepare(
         [
-            say("again", platform_message_id="p1"),
             say("fresh", platform_message_id="p2"),
+            say("again", platform_message_id="p1"),
             say("fresh twice", platform_message_id="p2"),
         ]
     )
-    assert [m.content for m in returned] == ["stored", "fresh", "fresh"]
-    assert [(m.id, m.content) for m in new] == [(2, "fresh")]
+    assert not plan.result.duplicate
+    assert [m.content for m in plan.result] == ["fresh", "stored", "fresh"]
+    assert [m.content for m in plan.result.existing] == ["stored"]
+    assert [m.content for m in plan.result.stored] == ["fresh"]
+    assert [(m.id, m.content) for m in plan.new] == [(2, "fresh")]
     assert (transcript.next_id, transcript.record.message_count) == (2, 1)
+
+
+def test_transcript_prepare_treats_a_known_first_id_as_a_redelivery():
+    """A batch whose first platform id is stored is a redelivery: nothing new, copies listed."""
+    transcript = Transcript(record("s"))
+    transcript.add(transcript.prepare([say("q", platform_message_id="p1")]).new)
+    plan = transcript.prepare([say("note"), say("q again", platform_message_id="p1"), say("reply")])
+    assert plan.result.duplicate
+    assert plan.new == ()
+    assert [m.content for m in plan.result] == ["q"]
+    assert plan.result.existing == plan.result.messages
+    assert plan.result.stored == ()
 
 
 def test_transcript_refuses_to_give_a_platform_id_to_a_second_message():
     """Replacing a message with a platform id another message owns is a ValueError."""
     transcript = Transcript(record("s"))
-    transcript.add(transcript.prepare([say("a", platform_message_id="p1"), say("b")])[1])
+    transcript.add(transcript.prepare([say("a", platform_message_id="p1"), say("b")]).new)
     with pytest.raises(ValueError, match="already belongs to message 1"):
         transcript.replace(2, say("b", platform_message_id="p1"))
 
@@ -72,7 +87,7 @@ def test_transcript_refuses_to_give_a_platform_id_to_a_second_message():
 def test_transcript_counts_only_active_messages():
     """Soft-deleting a message takes it out of the counts; restoring it puts it back."""
     transcript = Transcript(record("s"))
-    transcript.add(transcript.prepare([say("a"), say("b")])[1])
+    transcript.add(transcript.prepare([say("a"), say("b")]).new)
     assert transcript.set_active([1, 1, 9], active=False) == [1]
     assert transcript.record.message_count == 1
     transcript.set_active([1], active=True)
@@ -82,7 +97,7 @@ def test_transcript_counts_only_active_messages():
 def test_transcript_select_windows_from_either_end():
     """Bounds are exclusive and the limit counts from the start, or from the end with from_end."""
     transcript = Transcript(record("s"))
-    transcript.add(transcript.prepare([say(str(n)) for n in range(5)])[1])
+    transcript.add(transcript.prepare([say(str(n)) for n in range(5)]).new)
 
     def window(**options):
         options = {"after_id": None, "before_id": None, "limit": None} | options
@@ -97,7 +112,7 @@ def test_transcript_select_windows_from_either_end():
 def test_session_page_previews_the_first_active_user_message():
     """A listing shows each session with its first active user message as the preview."""
     transcript = Transcript(record("s"))
-    transcript.add(transcript.prepare([say("hi", role="assistant"), say("question")])[1])
+    transcript.add(transcript.prepare([say("hi", role="assistant"), say("question")]).new)
     page = session_page(SessionQuery(), [transcript])
     assert [(item.record.id, item.preview) for item in page.items] == [("s", "question")]
 
@@ -105,7 +120,7 @@ def test_session_page_previews_the_first_active_user_message():
 def test_message_index_forgets_removed_messages_and_replaces_edited_ones():
     """A removed message no longer matches, and re-adding an id keeps only the new text."""
     transcript = Transcript(record("s"))
-    transcript.add(transcript.prepare([say("docker compose"), say("docker swarm")])[1])
+    transcript.add(transcript.prepare([say("docker compose"), say("docker swarm")]).new)
     index = MessageIndex()
     for message in transcript.messages.values():
         index.add(message)

@@ -10,15 +10,25 @@ from hermes_sessions import SessionNotFoundError
 # -- rewinds and platform edits --------------------------------------------------------------------
 
 
-def test_retry_deletes_the_last_turn(store):
-    """Retry removes the last user message and everything after it, and returns it."""
+def test_retry_keeps_the_question_and_parks_the_answers(store):
+    """Retry keeps the last user message, soft-deletes what followed, returns it (issue 11)."""
     session_id = store.get_or_create(DM).session_id
-    store.append(session_id, user("q1"), reply("a1"), user("q2"), reply("a2"), reply("a2b"))
+    store.append(
+        session_id, user("q1"), reply("a1"), user("q2", platform_message_id="m2"), reply("a2")
+    )
+    store.append(session_id, reply("a2b"))
     last = store.retry(session_id)
     assert last is not None
-    assert last.content == "q2"
-    assert [m.content for m in store.transcript(session_id, include_inactive=True)] == ["q1", "a1"]
-    assert store.session(session_id).message_count == 2
+    assert (last.content, last.active) == ("q2", True)
+    assert [m.content for m in store.transcript(session_id)] == ["q1", "a1", "q2"]
+    parked = [m for m in store.transcript(session_id, include_inactive=True) if not m.active]
+    assert [m.content for m in parked] == ["a2", "a2b"]
+    assert store.session(session_id).message_count == 3
+    # The question is still known, so its redelivery is recognised; the new reply goes alone.
+    assert store.seen(session_id, "m2") == last
+    store.append(session_id, reply("a2 again"))
+    assert [m.content for m in store.transcript(session_id)] == ["q1", "a1", "q2", "a2 again"]
+    assert store.restore(session_id, parked) == 2
 
 
 def test_retry_without_a_user_message(store):

@@ -70,13 +70,40 @@ def test_resume_by_unique_prefix(store, history):
     assert target in str(info.value)
 
 
-def test_resume_by_title_prefers_the_newest_variant(store, history):
-    """'my project' resumes 'my project #2'; an explicit '#N' resumes that one."""
+def test_resume_by_title_prefers_the_exact_title(store, history):
+    """'my project' resumes 'my project' itself, not the separate 'my project #2' (issue 11)."""
     key, ids = history
-    assert store.resume(key, "My Project").session_id == ids["my project #2"]
+    assert store.resume(key, "My Project").session_id == ids["my project"]
     store.reset(key)
     assert store.resume(key, "my project #2").session_id == ids["my project #2"]
     assert store.resume(key, "notes").session_id == ids["notes"]
+
+
+def test_resume_by_title_follows_compression_not_branches(store, clock):
+    """'plan' lands on plan's compression tip ('plan #2'), never on its branch (issue 11)."""
+    key = store.get_or_create(DM).entry.session_key
+    plan = store.reset(key, title="plan").session_id
+    store.append(plan, user("the plan"))
+    clock.advance(minutes=1)
+    branched = store.branch(key)
+    assert store.session(branched.session_id).title == "plan #2"
+    store.reset(key)
+    assert store.resume(key, "plan").session_id == plan
+    compressed = store.compress(plan, [user("summary of the plan")], holder="test")
+    assert compressed.title == "plan #3"
+    store.reset(key)
+    assert store.resume(key, "plan").session_id == compressed.id
+
+
+def test_resume_by_title_without_an_exact_match_takes_the_highest_number(store, clock):
+    """With no session titled exactly 'draft', 'draft' resumes the highest 'draft #N'."""
+    key = store.get_or_create(DM).entry.session_key
+    ids = {}
+    for title in ("draft #2", "draft #3"):
+        clock.advance(minutes=1)
+        ids[title] = store.reset(key, title=title).session_id
+    store.reset(key)
+    assert store.resume(key, "draft").session_id == ids["draft #3"]
 
 
 def test_resume_refuses_other_users(store, history):

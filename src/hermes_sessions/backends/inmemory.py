@@ -34,7 +34,7 @@ from hermes_sessions.protocols import Capabilities
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from hermes_sessions.models import Message, SessionEntry, SessionRecord
+    from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
 
@@ -201,22 +201,22 @@ class InMemoryBackend(ClosesOnExit):
     @_locked
     def append_messages(
         self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
-    ) -> list[Message]:
-        """Append atomically and idempotently by platform message id."""
+    ) -> AppendResult:
+        """Append atomically and idempotently by platform message id (the redelivery rule)."""
         transcript = self._transcript(session_id)
-        stored = self._append(transcript, messages)
-        if touch_at is not None:
+        result = self._append(transcript, messages)
+        if touch_at is not None and not result.duplicate:
             for key in list(self._table.keys_of(session_id)):
                 self._table.touch(key, touch_at)
-        return stored
+        return result
 
-    def _append(self, transcript: Transcript, messages: Sequence[Message]) -> list[Message]:
+    def _append(self, transcript: Transcript, messages: Sequence[Message]) -> AppendResult:
         # prepare() cannot fail part-way (models are already valid), so this is all-or-nothing.
-        stored, new = transcript.prepare(messages)
-        transcript.add(new)
-        for message in new:
+        plan = transcript.prepare(messages)
+        transcript.add(plan.new)
+        for message in plan.new:
             self._index.add(message)
-        return stored
+        return plan.result
 
     @_locked
     def get_messages(
@@ -266,7 +266,7 @@ class InMemoryBackend(ClosesOnExit):
         transcript = self._transcript(session_id)
         for message in transcript.clear():
             self._index.remove(session_id, message.id or 0)
-        return self._append(transcript, messages)
+        return list(self._append(transcript, messages))
 
     @_locked
     def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:

@@ -16,14 +16,16 @@ import attrs
 
 from hermes_sessions import text
 from hermes_sessions.backends.rules import (
+    AppendPlan,
     check_plan,
     check_revision,
+    plan_append,
     rank_hits,
     tool_call_count,
     touched_entry,
 )
 from hermes_sessions.exceptions import SessionNotFoundError
-from hermes_sessions.models import Message, SessionEntry, SessionRecord, stamped
+from hermes_sessions.models import Message, SessionEntry, SessionRecord
 from hermes_sessions.queries import SessionPage, SessionSummary, make_preview
 
 if TYPE_CHECKING:
@@ -147,32 +149,14 @@ class Transcript:
             next_id=self.next_id,
         )
 
-    def prepare(self, messages: Iterable[Message]) -> tuple[list[Message], list[Message]]:
-        """What appending ``messages`` stores, without changing anything.
-
-        Returns ``(returned, new)``: ``returned`` has one message per input (the stored copy
-        for a platform id already in the session or earlier in the batch), ``new`` the
-        messages to store, numbered from :attr:`next_id`.
-        """
-        returned: list[Message] = []
-        new: list[Message] = []
-        batch: dict[str, Message] = {}
-        next_id = self.next_id
-        for message in messages:
-            platform_id = message.platform_message_id
-            if platform_id is not None:
-                known = self.by_platform_id.get(platform_id)
-                earlier = self.messages[known] if known is not None else batch.get(platform_id)
-                if earlier is not None:
-                    returned.append(earlier)
-                    continue
-            numbered = stamped(message, message_id=next_id, session_id=self.record.id)
-            next_id += 1
-            if platform_id is not None:
-                batch[platform_id] = numbered
-            new.append(numbered)
-            returned.append(numbered)
-        return returned, new
+    def prepare(self, messages: Sequence[Message]) -> AppendPlan:
+        """What appending ``messages`` does (the redelivery rule), without changing anything."""
+        known = {
+            platform_id: self.messages[self.by_platform_id[platform_id]]
+            for message in messages
+            if (platform_id := message.platform_message_id) in self.by_platform_id
+        }
+        return plan_append(self.record.id, messages, known, self.next_id)
 
     def add(self, messages: Sequence[Message], *, activity: bool = True) -> None:
         """Store numbered messages; with ``activity`` their times move ``last_active_at``."""

@@ -14,19 +14,21 @@ import attrs
 
 from hermes_sessions import text
 from hermes_sessions.exceptions import ConflictError, SessionNotFoundError
+from hermes_sessions.models import AppendResult, Message, stamped
 from hermes_sessions.queries import SearchHit
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime
 
-    from hermes_sessions.models import Message, SessionEntry, SessionRecord
+    from hermes_sessions.models import SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchQuery
 
 __all__ = [
     "INCREMENTABLE_FIELDS",
     "SETTABLE_FIELDS",
+    "AppendPlan",
     "apply_update",
     "check_plan",
     "check_revision",
@@ -35,6 +37,7 @@ __all__ = [
     "lease_is_free",
     "make_hit",
     "missing_session",
+    "plan_append",
     "rank_hits",
     "tool_call_count",
     "touched_entry",
@@ -109,6 +112,62 @@ def touched_entry(
     if last_prompt_tokens is not None:
         changes["last_prompt_tokens"] = last_prompt_tokens
     return attrs.evolve(entry, **changes) if changes else entry
+
+
+@attrs.frozen
+class AppendPlan:
+    """What appending a batch to a session does: the result to return and the rows to write."""
+
+    result: AppendResult
+    new: tuple[Message, ...]
+    """The messages to store, numbered from the ``next_id`` given, with the session id set."""
+
+
+def plan_append(
+    session_id: str,
+    messages: Sequence[Message],
+    known: Mapping[str, Message],
+    next_id: int,
+) -> AppendPlan:
+    """Apply the redelivery rule to a batch, given the stored messages of its platform ids.
+
+    ``known`` maps platform ids of the batch that the session already holds (active or not) to
+    the stored message. If the batch's first message that carries a platform id is known, the
+    whole batch is a redelivery and nothing is written. Otherwise known messages are skipped one
+    by one (their stored copy returned in place), as are repeats within the batch.
+    """
+    first = next((m.platform_message_id for m in messages if m.platform_message_id), None)
+    if first is not None and first in known:
+        existing: dict[int | None, Message] = {}
+        for message in messages:
+            copy = known.get(message.platform_message_id or "")
+            if copy is not None:
+                existing.setdefault(copy.id, copy)
+        found = tuple(existing.values())
+        return AppendPlan(AppendResult(found, duplicate=True, existing=found), ())
+    returned: list[Message] = []
+    new: list[Message] = []
+    skipped: list[Message] = []
+    batch: dict[str, Message] = {}
+    for message in messages:
+        platform_id = message.platform_message_id
+        if platform_id is not None:
+            earlier = known.get(platform_id)
+            if earlier is not None:
+                skipped.append(earlier)
+                returned.append(earlier)
+                continue
+            earlier = batch.get(platform_id)
+            if earlier is not None:
+                returned.append(earlier)
+                continue
+        numbered = stamped(message, message_id=next_id, session_id=session_id)
+        next_id += 1
+        if platform_id is not None:
+            batch[platform_id] = numbered
+        new.append(numbered)
+        returned.append(numbered)
+    return AppendPlan(AppendResult(returned, existing=skipped), tuple(new))
 
 
 def missing_session(session_id: str) -> SessionNotFoundError:

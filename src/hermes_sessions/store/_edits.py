@@ -34,13 +34,17 @@ def _user_turns(backend: Backend, session_id: str, count: int) -> list[Message]:
 
 
 def retry(backend: Backend, session_id: str) -> Message | None:
-    """Delete the last user turn and everything after it; return that user message."""
+    """Soft-delete everything after the last user message; return that (still active) message.
+
+    The user message stays, so a redelivery of it is still recognised and the host appends only
+    the new reply; what was removed can be brought back with ``restore``.
+    """
     turns = _user_turns(backend, session_id, 1)
     if not turns:
         return None
     last = turns[0]
-    doomed = backend.get_messages(session_id, after_id=last.id, include_inactive=True)
-    backend.delete_messages(session_id, [last.id or 0] + [m.id or 0 for m in doomed])
+    after = backend.get_messages(session_id, after_id=last.id)
+    backend.set_active(session_id, [m.id or 0 for m in after], active=False)
     return last
 
 

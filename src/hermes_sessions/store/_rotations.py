@@ -284,6 +284,8 @@ def switch_plan(
     ``create``, ``messages`` and ``reopen`` add a session to create (with its first messages)
     and sessions to reopen. The write fails if the key moved on since ``entry`` was read.
     """
+    if target.session_id != entry.session_id:
+        target = attrs.evolve(target, previous_session_id=entry.session_id)
     return RotationPlan(
         at=now,
         entries=[EntryWrite(entry=target, expected_revision=entry.revision)],

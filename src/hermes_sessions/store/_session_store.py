@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Literal, Unpack
 
 import attrs
 
-from hermes_sessions.clock import SystemClock
+from hermes_sessions.clock import SystemClock, require_aware
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import ConflictError, SessionNotFoundError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.keys import KeyPolicy
 from hermes_sessions.models import (
+    AppendResult,
     Message,
     MessageContent,
     RotateReason,
@@ -39,10 +40,17 @@ from hermes_sessions.models import (
 from hermes_sessions.policy import ResetPolicies
 from hermes_sessions.protocols import Backend, Clock, RotationPlan
 from hermes_sessions.queries import SearchQuery, SessionQuery
-from hermes_sessions.store import _edits, _housekeeping, _lineage, _rotations, _titles, _views
+from hermes_sessions.store import (
+    _commands,
+    _edits,
+    _housekeeping,
+    _lineage,
+    _rotations,
+    _titles,
+    _views,
+)
 from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
-from hermes_sessions.store._targets import ResumeFilter, TargetResolver
 from hermes_sessions.titles import sanitize_title
 from hermes_sessions.window import ContextWindow, context_window
 
@@ -56,6 +64,7 @@ if TYPE_CHECKING:
     )
     from hermes_sessions.store._housekeeping import EraseReport, PruneReport
     from hermes_sessions.store._lineage import Lineage
+    from hermes_sessions.store._targets import ResumeFilter
     from hermes_sessions.store._views import AnchoredView
 
 __all__ = ["SessionStore", "StoreOptions"]  # StoreOptions lives in _options
@@ -202,8 +211,11 @@ class SessionStore(ClosesOnExit):
 
     # -- transcripts -------------------------------------------------------------------------------
 
-    def append(self, session_id: str, *messages: Message, touch: bool = True) -> list[Message]:
+    def append(self, session_id: str, *messages: Message, touch: bool = True) -> AppendResult:
         """Append messages atomically and idempotently (by ``platform_message_id``).
+
+        If the batch's first message with a platform id is already stored, the batch is a
+        redelivery: nothing is stored and the result is ``duplicate`` (see :meth:`seen`).
 
         Messages without a timestamp get the clock's time; ``redact`` is applied first. With
         ``touch`` (the default) every key pointing at the session records activity in the same
@@ -216,6 +228,26 @@ class SessionStore(ClosesOnExit):
             for m in messages
         ]
         return self.backend.append_messages(session_id, prepared, touch_at=now if touch else None)
+
+    def seen(self, key_or_session_id: str, platform_message_id: str) -> Message | None:
+        """The stored message with this platform id, if this delivery was seen before (a read).
+
+        Given a key (keys contain ``:``, session ids cannot), it looks in the key's current
+        session and in the one the key last moved away from, so a redelivery arriving just after
+        a reset or ``/new`` is still recognised; given a session id, in that session. Inactive
+        (rewound) copies count. Check before calling the model; ``None`` means new.
+        """
+        if ":" in key_or_session_id:
+            entry = self.backend.get_entry(key_or_session_id)
+            sessions = [] if entry is None else [entry.session_id, entry.previous_session_id]
+        else:
+            sessions = [validate_session_id(key_or_session_id)]
+        for session_id in sessions:
+            if session_id is not None:
+                found = self.backend.find_message(session_id, platform_message_id)
+                if found is not None:
+                    return found
+        return None
 
     def touch(self, key: str, *, last_prompt_tokens: int | None = None) -> SessionEntry:
         """Record activity on ``key`` without a message."""
@@ -322,89 +354,47 @@ class SessionStore(ClosesOnExit):
 
     # -- explicit rotations ------------------------------------------------------------------------
 
-    def reset(self, key: str, *, title: str | None = None) -> SessionEntry:
+    def reset(
+        self, key: str, *, source: SessionSource | None = None, title: str | None = None
+    ) -> SessionEntry:
         """``/new``: start a new session under ``key``; the old one ends ``session_reset``.
 
-        The old transcript stays intact and searchable.
+        The old transcript stays intact and searchable. On a key with no session yet, pass the
+        message's ``source``: the key's first session is created (titled), and nothing else.
         """
-        clean = sanitize_title(title)
-
-        def attempt() -> SessionEntry | None:
-            entry = self.entry(key)
-            source = entry.origin or _rotations.source_of(self.session(entry.session_id))
-            if clean is not None:
-                owner = _titles.owner_of_new(self.keys, key, source)
-                _titles.check_title_free(self.backend, clean, owner, exclude=None)
-            return self._rotate(entry, source, self.clock.now(), "session_reset", title=clean)
-
-        return _rotations.retrying(key, attempt)
+        return _commands.reset(self, key, source=source, title=title)
 
     def resume(
         self,
         key: str,
         target: str,
         *,
+        source: SessionSource | None = None,
         requester: SessionSource | None = None,
         allow: ResumeFilter | None = None,
     ) -> SessionEntry:
         """``/resume``: point ``key`` at an earlier session; the one left ends ``session_switch``.
 
-        ``target`` is an exact id, a unique id prefix, or a title (``"my project"`` resumes the
-        highest numbered ``"my project #N"``); a compressed session resolves to its newest
+        ``target`` is an exact id, a unique id prefix, or a title (an exact title first, else
+        the highest numbered ``"title #N"``); a compressed session resolves to its newest
         descendant. By default only sessions created under ``key``, or of the same platform and
         user as ``requester`` (default: the key's origin), may be resumed; ``allow(requester,
-        record)`` replaces that rule. Resuming records activity on the key.
+        record)`` replaces that rule. Resuming records activity on the key. With ``source``, a
+        key with no session yet is pointed straight at the target.
         """
+        return _commands.resume(self, key, target, source=source, requester=requester, allow=allow)
 
-        def attempt() -> SessionEntry | None:
-            entry = self.entry(key)
-            resolver = TargetResolver(
-                backend=self.backend,
-                keys=self.keys,
-                key=key,
-                requester=requester or entry.origin,
-                allow=allow,
-            )
-            record = resolver.resolve(target)
-            if record.id == entry.session_id:
-                return self.touch(key)
-            now = self.clock.now()
-            moved = attrs.evolve(
-                entry, session_id=record.id, updated_at=max(now, entry.updated_at), suspended=False
-            )
-            reopen = [record.id] if record.is_ended else []
-            plan = _rotations.switch_plan(entry, moved, "session_switch", now, reopen=reopen)
-            return self._rotate_one(plan, entry.session_id, "session_switch")
-
-        return _rotations.retrying(key, attempt)
-
-    def branch(self, key: str, *, title: str | None = None) -> SessionEntry:
+    def branch(
+        self, key: str, *, source: SessionSource | None = None, title: str | None = None
+    ) -> SessionEntry:
         """``/branch``: copy the key's transcript into a child session and switch to it.
 
         The child has ``parent_session_id`` and ``model_config["_branched_from"]``; its title is
         the given one, else the next in the lineage of the current title (or ``"branch"``). The
-        parent ends ``branched``.
+        parent ends ``branched``. With ``source``, a key with no session yet gets an empty
+        session with that title.
         """
-
-        def attempt() -> SessionEntry | None:
-            entry = self.entry(key)
-            parent = self.session(entry.session_id)
-            owner = _titles.owner(parent)
-            clean = sanitize_title(title)
-            if clean is None:
-                clean = _titles.next_title(self.backend, parent.title or "branch", owner)
-            else:
-                _titles.check_title_free(self.backend, clean, owner, exclude=None)
-            now = self.clock.now()
-            child = _rotations.branch_child(parent, now, clean)
-            copies = [_rotations.copy(m) for m in self.backend.get_messages(parent.id)]
-            moved = attrs.evolve(entry, session_id=child.id, updated_at=max(now, entry.updated_at))
-            plan = _rotations.switch_plan(
-                entry, moved, "branched", now, create=child, messages=copies
-            )
-            return self._rotate_one(plan, entry.session_id, "branched")
-
-        return _rotations.retrying(key, attempt)
+        return _commands.branch(self, key, source=source, title=title)
 
     @contextlib.contextmanager
     def compression_lease(self, session_id: str, holder: str) -> Iterator[None]:
@@ -576,7 +566,10 @@ class SessionStore(ClosesOnExit):
         A session a key points to is never pruned (that covers suspended and active-work keys).
         Children of a pruned session are orphaned, not deleted.
         """
-        cutoff = older_than if isinstance(older_than, datetime) else self.clock.now() - older_than
+        if isinstance(older_than, datetime):
+            cutoff = require_aware(older_than, "prune(older_than)")
+        else:
+            cutoff = self.clock.now() - older_than
         return _housekeeping.prune(self.backend, cutoff, dry_run=dry_run, sources=sources)
 
     def erase_user(self, user_id: str) -> EraseReport:

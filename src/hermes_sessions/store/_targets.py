@@ -1,7 +1,7 @@
 """Resume targets: which session ``/resume <target>`` names, for whom.
 
-A target is an exact id, a unique id prefix, or a title (the highest numbered session of the
-title's lineage wins, unless the target itself carries a number). Only sessions the requester may
+A target is an exact id, a unique id prefix, or a title (an exact title wins; else the highest
+numbered session of the title's lineage). Only sessions the requester may
 resume are candidates; a compressed session resolves to its compression tip.
 """
 
@@ -76,10 +76,10 @@ class TargetResolver:
         return matches[0] if matches else None
 
     def _by_title(self, target: str) -> SessionRecord | None:
+        # An exact title wins (its compression tip is taken afterwards: that is the only
+        # lineage a title follows by itself); "plan #2" of a branch is not "plan".
         exact = self._candidates(SessionQuery(limit=None, title=target))
-        family = self._candidates(SessionQuery(limit=None, title_lineage=target))
-        numbered = target.rpartition(TITLE_NUMBER_SEPARATOR)[2].isdigit()
-        pool = exact if (numbered and exact) or not family else family
+        pool = exact or self._candidates(SessionQuery(limit=None, title_lineage=target))
 
         def number(record: SessionRecord) -> int:
             tail = (record.title or "").rpartition(TITLE_NUMBER_SEPARATOR)[2]

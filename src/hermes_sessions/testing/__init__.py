@@ -33,6 +33,7 @@ from hermes_sessions.clock import FrozenClock
 from hermes_sessions.testing._durability import DurabilityContract
 from hermes_sessions.testing._messages import AppendContract, ReadContract, RewriteContract
 from hermes_sessions.testing._plans import PlanContract
+from hermes_sessions.testing._redelivery import RedeliveryContract
 from hermes_sessions.testing._routing import RoutingContract
 from hermes_sessions.testing._search import SearchContract
 from hermes_sessions.testing._sessions import ListingContract, SessionContract
@@ -47,6 +48,7 @@ class BackendContract(
     SessionContract,
     ListingContract,
     AppendContract,
+    RedeliveryContract,
     ReadContract,
     RewriteContract,
     PlanContract,

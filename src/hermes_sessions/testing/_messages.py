@@ -41,12 +41,13 @@ class AppendContract(ContractBase):
         seed(backend, "s1")
         first = backend.append_messages("s1", [say("a"), say("b", role="assistant")])
         second = backend.append_messages("s1", [say("c")])
-        assert all(isinstance(m.id, int) for m in first + second)
-        ids = [m.id or 0 for m in first + second]
+        both = [*first, *second]
+        assert all(isinstance(m.id, int) for m in both)
+        ids = [m.id or 0 for m in both]
         assert ids == sorted(ids)
         assert len(set(ids)) == 3
-        assert {m.session_id for m in first + second} == {"s1"}
-        assert backend.get_messages("s1") == first + second
+        assert {m.session_id for m in both} == {"s1"}
+        assert backend.get_messages("s1") == both
 
     def test_every_field_round_trips(self, backend: Backend) -> None:
         """All message fields, multimodal content and unknown extras are kept losslessly."""
@@ -331,7 +332,7 @@ class RewriteContract(ContractBase):
         assert count(backend, "s1") == (1, 0)
         assert backend.set_active("s1", ids, active=True) == 2
         assert count(backend, "s1") == (3, 1)
-        assert backend.get_messages("s1") == stored
+        assert backend.get_messages("s1") == list(stored)
 
     def test_hard_delete(self, backend: Backend) -> None:
         """delete_messages removes messages for good; their platform ids become free."""
@@ -340,7 +341,7 @@ class RewriteContract(ContractBase):
             "s1", [say("keep"), say("drop", platform_message_id="d1"), say("drop2")]
         )
         assert backend.delete_messages("s1", [m.id or 0 for m in stored[1:]] + [999]) == 2
-        assert backend.get_messages("s1", include_inactive=True) == stored[:1]
+        assert backend.get_messages("s1", include_inactive=True) == list(stored[:1])
         assert count(backend, "s1") == (1, 0)
         (again,) = backend.append_messages("s1", [say("drop", platform_message_id="d1")])
         assert again.id not in {m.id for m in stored}

@@ -120,13 +120,18 @@ def test_values_that_are_not_json_write_nothing(backend, directory):
     assert sorted(p.name for p in (directory / "sessions").iterdir()) == ["s1.jsonl"]
 
 
-def test_duplicate_append_still_records_activity(backend):
-    """A redelivered message is not stored again but still counts as activity on the key."""
+def test_redelivery_writes_nothing_not_even_activity(backend, directory):
+    """A redelivered batch leaves every file as it was: no line, no touch of the key."""
     seed(backend, "s1", KEY, say("hi", platform_message_id="p"))
-    backend.append_messages("s1", [say("hi", platform_message_id="p")], touch_at=minutes(9))
+    before = {path: path.read_bytes() for path in directory.rglob("*") if path.is_file()}
+    result = backend.append_messages(
+        "s1", [say("hi", platform_message_id="p"), say("reply")], touch_at=minutes(9)
+    )
+    assert result.duplicate
+    assert {path: path.read_bytes() for path in directory.rglob("*") if path.is_file()} == before
     entry = backend.get_entry(KEY)
     assert entry is not None
-    assert entry.updated_at == minutes(9)
+    assert entry.updated_at != minutes(9)
     assert len(backend.get_messages("s1")) == 1
 
 

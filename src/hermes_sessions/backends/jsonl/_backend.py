@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
     from hermes_sessions.backends.jsonl._cache import SessionFile, State
-    from hermes_sessions.models import Message, SessionEntry, SessionRecord
+    from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
 
@@ -290,21 +290,25 @@ class JSONLBackend(ClosesOnExit):
     @_wrapped
     def append_messages(
         self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
-    ) -> list[Message]:
+    ) -> AppendResult:
         """Append atomically and idempotently (one write of whole lines, announced first)."""
         validate_session_id(session_id)
         with self._engine.writing() as state:
-            returned, new = _session(state, session_id).transcript.prepare(messages)
+            plan = _session(state, session_id).transcript.prepare(messages)
+            if plan.result.duplicate:
+                return plan.result
             tx = self._engine.next_tx
-            if new:
-                lines = [MessageLine(tx, message) for message in new]
+            if plan.new:
+                lines = [MessageLine(tx, message) for message in plan.new]
                 self._engine.write(session_id, lines, touch=touch_at)
             elif touch_at is not None and any(
                 touched_entry(entry, touch_at) != entry for entry in state.table.listing(session_id)
             ):
                 self._engine.log(Touch(tx, touch_at, session=session_id))
             stored = self._engine.state.sessions[session_id].transcript.messages
-            return [stored[message.id or 0] for message in returned]
+            return attrs.evolve(
+                plan.result, messages=[stored[message.id or 0] for message in plan.result]
+            )
 
     @_wrapped
     def get_messages(
@@ -364,11 +368,11 @@ class JSONLBackend(ClosesOnExit):
         with self._engine.writing() as state:
             copy = _session(state, session_id).transcript.copy()
             copy.clear()
-            returned, new = copy.prepare(messages)
-            copy.add(new)
+            plan = copy.prepare(messages)
+            copy.add(plan.new)
             self._rewrite(copy)
             stored = self._engine.state.sessions[session_id].transcript.messages
-            return [stored[message.id or 0] for message in returned]
+            return [stored[message.id or 0] for message in plan.result]
 
     @_wrapped
     def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:
@@ -430,7 +434,7 @@ class JSONLBackend(ClosesOnExit):
                 existing = state.sessions.get(plan.create.id)
                 if existing is None:
                     created = Transcript(fresh_record(plan.create))
-                    created.add(created.prepare(plan.messages)[1])
+                    created.add(created.prepare(plan.messages).new)
                     if plan.create.id in ending:  # ended at birth: part of its first line
                         created.record = attrs.evolve(
                             created.record, end_reason=ending.pop(plan.create.id), ended_at=plan.at
@@ -439,7 +443,7 @@ class JSONLBackend(ClosesOnExit):
                     create = NewSession(created.record, created.next_id, messages)
                 else:
                     append_to = plan.create.id
-                    appended = tuple(existing.transcript.prepare(plan.messages)[1])
+                    appended = existing.transcript.prepare(plan.messages).new
             record = Plan(
                 tx,
                 plan.at,

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     import psycopg
 
-    from hermes_sessions.models import Message, SessionEntry, SessionRecord
+    from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
 
@@ -275,7 +275,7 @@ class PostgresBackend(Connections, ClosesOnExit):
     @guarded
     def append_messages(
         self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
-    ) -> list[Message]:
+    ) -> AppendResult:
         """Append atomically and idempotently by platform message id; one transaction."""
         return self._run(lambda c: writes.append(self, c, session_id, messages, touch_at=touch_at))
 

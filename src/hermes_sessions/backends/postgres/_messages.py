@@ -22,9 +22,8 @@ from hermes_sessions.backends.postgres._rows import (
     message_from_row,
 )
 from hermes_sessions.backends.postgres._search import documents
-from hermes_sessions.backends.rules import missing_session, tool_call_count
+from hermes_sessions.backends.rules import missing_session, plan_append, tool_call_count
 from hermes_sessions.exceptions import SessionNotFoundError
-from hermes_sessions.models import Message, stamped
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from hermes_sessions.backends.postgres._pool import Connections
+    from hermes_sessions.models import AppendResult, Message
 
 __all__ = ["append", "delete", "lock_session", "replace_all", "replace_one", "set_active"]
 
@@ -152,29 +152,22 @@ def append(
     messages: Sequence[Message],
     *,
     touch_at: datetime | None = None,
-) -> list[Message]:
-    """Append ``messages`` idempotently by platform id; return them as stored."""
+) -> AppendResult:
+    """Append ``messages`` by the redelivery rule (``rules.plan_append``); return the result."""
     seq, next_id = lock_session(pool, connection, session_id, len(messages))
     platform_ids = [m.platform_message_id for m in messages if m.platform_message_id]
     known = _known(pool, connection, seq, session_id, platform_ids) if platform_ids else {}
-    stored: list[Message] = []
+    plan = plan_append(session_id, messages, known, next_id)
+    if plan.result.duplicate:
+        return plan.result
     rows = _Rows()
     added = tools = 0
-    for message in messages:
-        platform_id = message.platform_message_id
-        if platform_id is not None and platform_id in known:
-            stored.append(known[platform_id])
-            continue
-        new = stamped(message, message_id=next_id, session_id=session_id)
-        next_id += 1
-        stored.append(new)
-        if platform_id is not None:
-            known[platform_id] = new
+    for new in plan.new:
         rows.add(new)
         if new.active:
             added += 1
             tools += tool_call_count(new)
-    times = [m.timestamp for m in stored if m.timestamp is not None]
+    times = [m.timestamp for m in plan.result if m.timestamp is not None]
     _write(
         pool,
         connection,
@@ -185,7 +178,7 @@ def append(
         last_active=max(times, default=None),
         touch_at=touch_at,
     )
-    return stored
+    return plan.result
 
 
 def _adjust(
@@ -264,7 +257,7 @@ def replace_all(
         pool.q("UPDATE {s}.sessions SET message_count = 0, tool_call_count = 0 WHERE seq = %s"),
         (seq,),
     )
-    return append(pool, connection, session_id, messages)
+    return list(append(pool, connection, session_id, messages))
 
 
 def set_active(

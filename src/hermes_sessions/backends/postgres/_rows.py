@@ -255,6 +255,7 @@ _BODY_FIELDS: Final = (
     "suspended",
     "resume_pending",
     "resume_reason",
+    "previous_session_id",
 )
 _PLACEHOLDER_TIME: Final = "1970-01-01T00:00:00Z"
 

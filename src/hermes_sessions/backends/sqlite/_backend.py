@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
-    from hermes_sessions.models import Message, SessionEntry, SessionRecord
+    from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
 
@@ -301,12 +301,12 @@ class SQLiteBackend(ClosesOnExit):
     @guarded
     def append_messages(
         self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
-    ) -> list[Message]:
+    ) -> AppendResult:
         """Append atomically and idempotently by platform message id; one transaction."""
 
-        def work(connection: sqlite3.Connection) -> list[Message]:
+        def work(connection: sqlite3.Connection) -> AppendResult:
             stored = messages_sql.append(connection, None, session_id, messages, fts=self._fts)
-            if touch_at is not None:
+            if touch_at is not None and not stored.duplicate:
                 entries_sql.touch_session(connection, session_id, touch_at)
             return stored
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from hermes_sessions import text
-from hermes_sessions.backends.rules import missing_session, tool_call_count
+from hermes_sessions.backends.rules import missing_session, plan_append, tool_call_count
 from hermes_sessions.backends.sqlite._clauses import CHUNK, in_list
 from hermes_sessions.backends.sqlite._rows import (
     MESSAGE_FIELDS,
@@ -24,11 +24,12 @@ from hermes_sessions.backends.sqlite._rows import (
 from hermes_sessions.backends.sqlite._schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME, message_tokens
 from hermes_sessions.backends.sqlite._sessions import seq_of
 from hermes_sessions.exceptions import SessionNotFoundError
-from hermes_sessions.models import Message, stamped
 
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Mapping, Sequence
+
+    from hermes_sessions.models import AppendResult, Message
 
 __all__ = [
     "MESSAGE_COLUMNS",
@@ -183,8 +184,8 @@ def append(
     messages: Sequence[Message],
     *,
     fts: bool,
-) -> list[Message]:
-    """Append ``messages`` idempotently by platform id; return them as stored.
+) -> AppendResult:
+    """Append ``messages`` by the redelivery rule (``rules.plan_append``); return the result.
 
     ``seq`` is the session's row number, or ``None`` to look it up (with the id sequence, in
     one statement: this is on the path of every turn; an unknown session raises
@@ -206,24 +207,16 @@ def append(
             "SELECT seq FROM sqlite_sequence WHERE name = 'messages'"
         ).fetchone()
         last_id = None if row is None else row[0]
-    next_id = (last_id or 0) + 1
     platform_ids = [m.platform_message_id for m in messages if m.platform_message_id]
     known = _known(connection, seq, session_id, platform_ids) if platform_ids else {}
-    stored: list[Message] = []
+    plan = plan_append(session_id, messages, known, (last_id or 0) + 1)
+    if plan.result.duplicate:
+        return plan.result
     inserts: list[tuple[Any, ...]] = []
     documents: list[tuple[int | None, str]] = []
     blocks: dict[int, tuple[int, int]] = {}
     added = tools = 0
-    for message in messages:
-        platform_id = message.platform_message_id
-        if platform_id is not None and platform_id in known:
-            stored.append(known[platform_id])
-            continue
-        new = stamped(message, message_id=next_id, session_id=session_id)
-        next_id += 1
-        stored.append(new)
-        if platform_id is not None:
-            known[platform_id] = new
+    for new in plan.new:
         values = _values(new, seq)
         inserts.append(values)
         if fts:
@@ -238,14 +231,14 @@ def append(
     if documents:
         connection.executemany(_INSERT_DOCUMENT, documents)
     _widen_blocks(connection, blocks)
-    times = [to_us(m.timestamp) for m in stored if m.timestamp is not None]
+    times = [to_us(m.timestamp) for m in plan.result if m.timestamp is not None]
     connection.execute(
         "UPDATE sessions SET message_count = message_count + ?, "
         "tool_call_count = tool_call_count + ?, last_active_at = max(last_active_at, ?) "
         "WHERE seq = ?",
         (added, tools, max(times, default=NO_TIME), seq),
     )
-    return stored
+    return plan.result
 
 
 def unindex(connection: sqlite3.Connection, ids_sql: str, params: Sequence[Any]) -> None:
@@ -301,7 +294,7 @@ def replace_all(
     connection.execute(
         "UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE seq = ?", (seq,)
     )
-    return append(connection, seq, session_id, messages, fts=fts)
+    return list(append(connection, seq, session_id, messages, fts=fts))
 
 
 def remove_all(connection: sqlite3.Connection, seq: int, *, fts: bool) -> None:

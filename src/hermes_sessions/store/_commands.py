@@ -1,0 +1,154 @@
+"""The slash commands that move a key: ``/new`` (reset), ``/resume`` and ``/branch``.
+
+Each works on a key that already has a session and, given the message's ``source``, on one that
+has none yet (first contact): the command then creates the key's entry itself, so no empty
+session is created only to be ended at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+
+from hermes_sessions.exceptions import SessionNotFoundError
+from hermes_sessions.protocols import EntryWrite, RotationPlan
+from hermes_sessions.store import _rotations, _titles
+from hermes_sessions.store._targets import ResumeFilter, TargetResolver
+from hermes_sessions.titles import sanitize_title
+
+if TYPE_CHECKING:
+    from hermes_sessions.models import SessionEntry, SessionSource
+    from hermes_sessions.store._session_store import SessionStore
+
+__all__ = ["branch", "reset", "resume"]
+
+DEFAULT_BRANCH_TITLE = "branch"
+
+
+def _current(store: SessionStore, key: str, source: SessionSource | None) -> SessionEntry | None:
+    """The key's entry; ``None`` on first contact with a ``source``; else not found."""
+    if source is not None and store.key_for(source) != key:
+        raise ValueError(
+            f"source= builds the key {store.key_for(source)!r}, not {key!r}; pass the source of "
+            "the message that carried the command"
+        )
+    entry = store.backend.get_entry(key)
+    if entry is None and source is None:
+        raise SessionNotFoundError(
+            key=key, hint="it has no session yet; pass source= (or call get_or_create first)"
+        )
+    return entry
+
+
+def _first_session(
+    store: SessionStore, key: str, source: SessionSource, title: str | None
+) -> SessionEntry | None:
+    """Create the key's first session, titled; ``None`` if the key got an entry meanwhile."""
+    now = store.clock.now()
+    record = _rotations.new_record(store.keys, key, source, now, title=title)
+    entry = _rotations.new_entry(key, record.id, source, now)
+    plan = RotationPlan(
+        at=now, create=record, entries=[EntryWrite(entry=entry, expected_revision=None)]
+    )
+    return store._rotate_one(plan, None, "created")  # noqa: SLF001  # the store's own helper
+
+
+def reset(
+    store: SessionStore, key: str, *, source: SessionSource | None, title: str | None
+) -> SessionEntry:
+    """``/new``: a new session under ``key``; the old one (if any) ends ``session_reset``."""
+    clean = sanitize_title(title)
+
+    def attempt() -> SessionEntry | None:
+        entry = _current(store, key, source)
+        origin = source if entry is None else entry.origin or source
+        if origin is None and entry is not None:
+            origin = _rotations.source_of(store.session(entry.session_id))
+        assert origin is not None  # noqa: S101  # _current refuses a missing entry without source
+        if clean is not None:
+            owner = _titles.owner_of_new(store.keys, key, origin)
+            _titles.check_title_free(store.backend, clean, owner, exclude=None)
+        if entry is None:
+            return _first_session(store, key, origin, clean)
+        return store._rotate(  # noqa: SLF001  # the store's own helper
+            entry, origin, store.clock.now(), "session_reset", title=clean
+        )
+
+    return _rotations.retrying(key, attempt)
+
+
+def resume(
+    store: SessionStore,
+    key: str,
+    target: str,
+    *,
+    source: SessionSource | None,
+    requester: SessionSource | None,
+    allow: ResumeFilter | None,
+) -> SessionEntry:
+    """``/resume``: point ``key`` at ``target``; the session left ends ``session_switch``."""
+
+    def attempt() -> SessionEntry | None:
+        entry = _current(store, key, source)
+        origin = source if entry is None else entry.origin
+        resolver = TargetResolver(
+            backend=store.backend,
+            keys=store.keys,
+            key=key,
+            requester=requester or origin,
+            allow=allow,
+        )
+        record = resolver.resolve(target)
+        now = store.clock.now()
+        reopen = [record.id] if record.is_ended else []
+        if entry is None:
+            assert source is not None  # noqa: S101  # _current refuses a missing entry without it
+            created = _rotations.new_entry(key, record.id, source, now)
+            plan = RotationPlan(
+                at=now,
+                entries=[EntryWrite(entry=created, expected_revision=None)],
+                reopen=reopen,
+            )
+            return store._rotate_one(plan, None, "session_switch")  # noqa: SLF001
+        if record.id == entry.session_id:
+            return store.touch(key)
+        moved = attrs.evolve(
+            entry, session_id=record.id, updated_at=max(now, entry.updated_at), suspended=False
+        )
+        plan = _rotations.switch_plan(entry, moved, "session_switch", now, reopen=reopen)
+        return store._rotate_one(plan, entry.session_id, "session_switch")  # noqa: SLF001
+
+    return _rotations.retrying(key, attempt)
+
+
+def branch(
+    store: SessionStore, key: str, *, source: SessionSource | None, title: str | None
+) -> SessionEntry:
+    """``/branch``: copy the key's transcript into a child session and switch to it."""
+
+    def attempt() -> SessionEntry | None:
+        entry = _current(store, key, source)
+        clean = sanitize_title(title)
+        if entry is None:
+            assert source is not None  # noqa: S101  # _current refuses a missing entry without it
+            owner = _titles.owner_of_new(store.keys, key, source)
+            if clean is None:
+                clean = _titles.next_title(store.backend, DEFAULT_BRANCH_TITLE, owner)
+            else:
+                _titles.check_title_free(store.backend, clean, owner, exclude=None)
+            return _first_session(store, key, source, clean)
+        parent = store.session(entry.session_id)
+        owner = _titles.owner(parent)
+        if clean is None:
+            clean = _titles.next_title(store.backend, parent.title or DEFAULT_BRANCH_TITLE, owner)
+        else:
+            _titles.check_title_free(store.backend, clean, owner, exclude=None)
+        now = store.clock.now()
+        child = _rotations.branch_child(parent, now, clean)
+        copies = [_rotations.copy(m) for m in store.backend.get_messages(parent.id)]
+        moved = attrs.evolve(entry, session_id=child.id, updated_at=max(now, entry.updated_at))
+        plan = _rotations.switch_plan(entry, moved, "branched", now, create=child, messages=copies)
+        return store._rotate_one(plan, entry.session_id, "branched")  # noqa: SLF001
+
+    return _rotations.retrying(key, attempt)

@@ -1,0 +1,121 @@
+"""A redelivered webhook costs nothing twice: ``seen`` before the model, ``AppendResult`` after."""
+
+from __future__ import annotations
+
+import multiprocessing
+from typing import TYPE_CHECKING
+
+import pytest
+from store_scenarios import DM, reply, user, with_policy
+
+from hermes_sessions import InvalidIdError, ResetPolicy, SessionStore
+from hermes_sessions.backends import open_backend
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def test_seen_is_none_for_a_new_message_and_the_copy_after(store):
+    """By key or by session id; the host checks it before calling the model."""
+    lookup = store.get_or_create(DM)
+    key, session_id = lookup.entry.session_key, lookup.session_id
+    assert store.seen(key, "chat:1") is None
+    stored = store.append(session_id, user("hi", platform_message_id="chat:1"), reply("hello"))
+    assert store.seen(key, "chat:1") == stored[0]
+    assert store.seen(session_id, "chat:1") == stored[0]
+    assert store.seen(key, "chat:2") is None
+
+
+def test_seen_on_a_key_with_no_session_is_none(store):
+    """A first message has never been seen (and seen creates nothing)."""
+    key = store.key_for(DM)
+    assert store.seen(key, "chat:1") is None
+    assert store.backend.get_entry(key) is None
+
+
+def test_seen_refuses_a_malformed_session_id(store):
+    """Anything without ':' is a session id, and must be a valid one."""
+    with pytest.raises(InvalidIdError):
+        store.seen("../etc", "chat:1")
+
+
+def test_redelivered_turn_is_stored_once(store):
+    """append(user, new reply) of a redelivery stores nothing and says so."""
+    session_id = store.get_or_create(DM).session_id
+    first = store.append(session_id, user("hi", platform_message_id="chat:1"), reply("one"))
+    again = store.append(session_id, user("hi", platform_message_id="chat:1"), reply("two"))
+    assert (first.duplicate, again.duplicate) == (False, True)
+    assert again.existing == (first[0],)
+    assert [m.content for m in store.transcript(session_id)] == ["hi", "one"]
+
+
+def test_redelivery_just_after_an_automatic_reset_is_recognised(store, clock):
+    """The idle reset moved the key on; the message is still found in the session it left."""
+    idle = with_policy(store, ResetPolicy(mode="idle", idle_minutes=30))
+    lookup = idle.get_or_create(DM)
+    idle.append(lookup.session_id, user("hi", platform_message_id="chat:1"), reply("hello"))
+    clock.advance(minutes=31)
+    rotated = idle.get_or_create(DM)
+    assert rotated.reset is not None
+    found = idle.seen(rotated.entry.session_key, "chat:1")
+    assert found is not None
+    assert found.session_id == lookup.session_id
+
+
+def test_redelivery_just_after_new_is_recognised(store):
+    """/new between a message and its redelivery does not make the redelivery new."""
+    lookup = store.get_or_create(DM)
+    store.append(lookup.session_id, user("hi", platform_message_id="chat:1"))
+    entry = store.reset(lookup.entry.session_key)
+    assert entry.previous_session_id == lookup.session_id
+    assert store.seen(entry.session_key, "chat:1") is not None
+    assert store.seen(entry.session_id, "chat:1") is None
+
+
+def test_seen_counts_rewound_copies(store):
+    """An undone message's redelivery is still a redelivery."""
+    lookup = store.get_or_create(DM)
+    store.append(lookup.session_id, user("hi", platform_message_id="chat:1"), reply("a"))
+    store.undo(lookup.session_id)
+    found = store.seen(lookup.entry.session_key, "chat:1")
+    assert found is not None
+    assert not found.active
+
+
+# -- two processes delivering the same webhook at once ---------------------------------------------
+
+
+def deliver(kind: str, home: Path, worker: int, turns: int) -> None:
+    """One gateway process getting every webhook (the other one gets them too): check, append."""
+    with SessionStore(open_backend(kind, home)) as store:
+        for n in range(turns):
+            lookup = store.get_or_create(DM)
+            pid = f"chat:{n}"
+            if store.seen(lookup.entry.session_key, pid) is not None:
+                continue
+            store.append(
+                lookup.session_id,
+                user(f"q{n}", platform_message_id=pid),
+                reply(f"answer {n} from worker {worker}"),
+            )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
+def test_two_processes_delivering_the_same_turns_store_each_once(kind, tmp_path):
+    """Every turn once, each with exactly one reply, however the two deliveries interleave."""
+    context = multiprocessing.get_context("spawn")
+    turns = 60
+    workers = [
+        context.Process(target=deliver, args=(kind, tmp_path, worker, turns)) for worker in (1, 2)
+    ]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join()
+    assert [process.exitcode for process in workers] == [0, 0]
+    with SessionStore(open_backend(kind, tmp_path)) as store:
+        messages = store.transcript(store.entry(store.key_for(DM)).session_id)
+    assert [m.content for m in messages if m.role == "user"] == [f"q{n}" for n in range(turns)]
+    replies = [str(m.content) for m in messages if m.role == "assistant"]
+    assert [r.split()[1] for r in replies] == [str(n) for n in range(turns)]
