@@ -16,22 +16,32 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 import attrs
 
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.exceptions import HermesSessionsError
+from hermes_sessions.models import SessionEntry
 from hermes_sessions.protocols import Clock
-from hermes_sessions.store import SessionLookup
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from hermes_sessions.models import SessionEntry
     from hermes_sessions.store import RotateEvent
 
 __all__ = ["CacheClosedError", "SessionCache"]
+
+
+class _HasEntry(Protocol):
+    """A lookup result: ``SessionLookup``, or the ``Turn`` of ``AsyncSessionStore.turn()``."""
+
+    @property
+    def entry(self) -> SessionEntry: ...
+
+
+Located: TypeAlias = "SessionEntry | _HasEntry"
+"""What names a key and its session: an entry, a lookup, or an async turn."""
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +143,7 @@ class SessionCache(Generic[T]):
 
     # -- reading and adding ------------------------------------------------------------------------
 
-    def get(self, lookup: SessionLookup | SessionEntry) -> T | None:
+    def get(self, lookup: Located) -> T | None:
         """The value built for ``lookup``'s key *and* session id, or ``None``.
 
         A value built for another session id of the key (it rotated) is evicted here.
@@ -154,7 +164,7 @@ class SessionCache(Generic[T]):
         self._evict_all(evicted)
         return value
 
-    def put(self, lookup: SessionLookup | SessionEntry, value: T) -> None:
+    def put(self, lookup: Located, value: T) -> None:
         """Keep ``value`` for ``lookup``'s key and session id (evicting what it replaces)."""
         key, session_id = _key_and_id(lookup)
         evicted: list[T] = []
@@ -171,7 +181,7 @@ class SessionCache(Generic[T]):
                 evicted.append(self._slots.popitem(last=False)[1].value)
         self._evict_all(evicted)
 
-    def get_or_create(self, lookup: SessionLookup | SessionEntry, factory: Callable[[], T]) -> T:
+    def get_or_create(self, lookup: Located, factory: Callable[[], T]) -> T:
         """The cached value for ``lookup``, or a new one from ``factory()``, kept.
 
         ``factory`` runs outside the lock; if two threads build a value for the same session at
@@ -182,16 +192,14 @@ class SessionCache(Generic[T]):
             return value
         return self._keep_first(lookup, factory())
 
-    async def aget_or_create(
-        self, lookup: SessionLookup | SessionEntry, factory: Callable[[], Awaitable[T]]
-    ) -> T:
+    async def aget_or_create(self, lookup: Located, factory: Callable[[], Awaitable[T]]) -> T:
         """:meth:`get_or_create` with an async ``factory``."""
         value = self.get(lookup)
         if value is not None:
             return value
         return self._keep_first(lookup, await factory())
 
-    def _keep_first(self, lookup: SessionLookup | SessionEntry, value: T) -> T:
+    def _keep_first(self, lookup: Located, value: T) -> T:
         key, session_id = _key_and_id(lookup)
         with self._lock:
             slot = self._slots.get(key)
@@ -299,6 +307,6 @@ async def _logged(awaitable: Awaitable[Any]) -> None:
         logger.exception("async on_evict callback failed")
 
 
-def _key_and_id(lookup: SessionLookup | SessionEntry) -> tuple[str, str]:
-    entry = lookup.entry if isinstance(lookup, SessionLookup) else lookup
+def _key_and_id(lookup: Located) -> tuple[str, str]:
+    entry = lookup if isinstance(lookup, SessionEntry) else lookup.entry
     return entry.session_key, entry.session_id

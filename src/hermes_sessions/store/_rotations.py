@@ -98,6 +98,8 @@ class RotateEvent:
     reason: RotateReason
     """``created``, ``idle``, ``daily``, ``suspended``, ``session_reset``, ``session_switch``,
     ``branched`` or ``compression``."""
+    entry: SessionEntry | None = None
+    """The key's routing entry as the rotation wrote it."""
 
 
 def retrying(key: str, attempt: Callable[[], SessionEntry | None]) -> SessionEntry:
@@ -119,6 +121,7 @@ def events(
             old_session_id=old_session_id,
             new_session_id=entry.session_id,
             reason=reason,
+            entry=entry,
         )
         for entry in written
     ]

@@ -4,11 +4,13 @@ Every method is a coroutine that runs the synchronous :class:`~hermes_sessions.s
 method in a worker thread, so the event loop never blocks on disk or database I/O. Operations on
 one session key are serialised in the event loop: two messages of one chat are processed in order
 and can never race each other into two sessions. Use :meth:`AsyncSessionStore.turn` to hold a
-key for a whole turn (look up the session, call the model, append the reply)::
+key for a whole turn (look up the session, call the model, append the reply); inside the block,
+and in tasks started from it, the same key's operations run without waiting for the turn::
 
-    async with store.turn(source) as lookup:
-        reply = await llm(await store.tail(lookup.session_id, 40))
-        await store.append(lookup.session_id, user_message, reply)
+    async with store.turn(source) as turn:
+        if await store.seen(turn.key, message.platform_message_id) is None:
+            reply = await llm((await store.context(turn.session_id, max_messages=40)).messages)
+            await store.append(turn.session_id, message, reply)
 """
 
 from __future__ import annotations
@@ -16,15 +18,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Literal, ParamSpec, Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Self, TypeVar, Unpack
 
 import attrs
 
-from hermes_sessions.store import SessionStore
+from hermes_sessions.aio._ownership import KeyLocks
+from hermes_sessions.models import (
+    SessionEntry,
+)
+from hermes_sessions.store import (
+    SessionLookup,
+    SessionStore,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Sequence
+    from collections.abc import AsyncIterator, Sequence
     from datetime import datetime, timedelta
     from pathlib import Path
     from types import TracebackType
@@ -33,7 +45,7 @@ if TYPE_CHECKING:
         AppendResult,
         Message,
         MessageContent,
-        SessionEntry,
+        ResetDecision,
         SessionRecord,
         SessionSource,
     )
@@ -51,39 +63,53 @@ if TYPE_CHECKING:
         Lineage,
         PruneReport,
         RotateEvent,
-        SessionLookup,
         StoreOptions,
     )
     from hermes_sessions.window import ContextWindow
 
-__all__ = ["AsyncSessionStore"]
+__all__ = ["AsyncSessionStore", "RotateCallback", "Turn"]
+
+logger = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
+RotateCallback = Callable[["RotateEvent"], None] | Callable[["RotateEvent"], Awaitable[None]]
+"""An ``on_rotate`` callback: a function, or a coroutine function run on the event loop.
 
-class _KeyLocks:
-    """One asyncio lock per key, dropped when nobody holds or waits for it."""
+.. versionadded:: 0.1.0
+"""
 
-    def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
 
-    @contextlib.asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
-        self._locks[key] = (lock, users + 1)
-        try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[key]
-            if users == 1:
-                del self._locks[key]
-            else:
-                self._locks[key] = (lock, users - 1)
+@attrs.define(eq=False)
+class Turn:
+    """The chat of one inbound message, held for the block of :meth:`AsyncSessionStore.turn`.
 
-    def __len__(self) -> int:
-        return len(self._locks)
+    ``entry`` (and ``session_id``) follow rotations made inside the block — ``/new``, resume,
+    branch, compression — so a reply appended after ``/new`` lands in the new session. ``lookup``
+    is what the block started with.
+
+    .. versionadded:: 0.1.0
+    """
+
+    key: str
+    lookup: SessionLookup
+    entry: SessionEntry
+
+    @property
+    def session_id(self) -> str:
+        """The key's session now."""
+        return self.entry.session_id
+
+    @property
+    def created(self) -> bool:
+        """Whether the lookup at the start created (or rotated into) the session."""
+        return self.lookup.created
+
+    @property
+    def reset(self) -> ResetDecision | None:
+        """Why the lookup at the start reset the session automatically, if it did."""
+        return self.lookup.reset
 
 
 @attrs.define(eq=False)
@@ -103,7 +129,13 @@ class AsyncSessionStore:
         kw_only=True,
         validator=attrs.validators.optional(attrs.validators.instance_of(Executor)),
     )
-    _keys: _KeyLocks = attrs.field(factory=_KeyLocks, init=False)
+    _keys: KeyLocks = attrs.field(factory=KeyLocks, init=False)
+    _turns: dict[str, list[Turn]] = attrs.field(factory=dict, init=False)
+    _loop: asyncio.AbstractEventLoop | None = attrs.field(default=None, init=False)
+    _callbacks: set[asyncio.Future[None]] = attrs.field(factory=set, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.store.on_rotate(self._follow)
 
     def __repr__(self) -> str:
         return f"<AsyncSessionStore on {self.store.backend!r}>"
@@ -112,17 +144,22 @@ class AsyncSessionStore:
     async def open(
         cls,
         home: Path | str | None = None,
-        backend: Literal["sqlite", "jsonl", "memory"] = "sqlite",
+        backend: Literal["sqlite", "jsonl", "memory", "postgres"] = "sqlite",
+        *,
+        dsn: str | None = None,
         **options: Unpack[StoreOptions],
     ) -> AsyncSessionStore:
-        """Open a store like :meth:`SessionStore.open`, without blocking the loop."""
+        """Open a store like :meth:`SessionStore.open`, without blocking the loop (await it).
+
+        ``store = await AsyncSessionStore.open(home)``; ``async with store:`` closes it.
+        """
         store = await asyncio.get_running_loop().run_in_executor(
-            None, functools.partial(SessionStore.open, home, backend, **options)
+            None, functools.partial(SessionStore.open, home, backend, dsn=dsn, **options)
         )
         return cls(store)
 
     async def _run(self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._executor, functools.partial(function, *args, **kwargs)
         )
@@ -130,7 +167,9 @@ class AsyncSessionStore:
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Close the store and its backend."""
+        """Wait for running coroutine callbacks, then close the store and its backend."""
+        if self._callbacks:
+            await asyncio.gather(*self._callbacks, return_exceptions=True)
         await self._run(self.store.close)
 
     async def __aenter__(self) -> Self:
@@ -144,32 +183,93 @@ class AsyncSessionStore:
     ) -> None:
         await self.aclose()
 
-    def on_rotate(self, callback: Callable[[RotateEvent], None]) -> Callable[[RotateEvent], None]:
-        """Register a rotation callback (it runs in the worker thread that rotated)."""
-        return self.store.on_rotate(callback)
+    def on_rotate(self, callback: RotateCallback) -> RotateCallback:
+        """Call ``callback`` after a key's session id changes; usable as a decorator.
+
+        A plain function runs in the worker thread that rotated, before the call returns. A
+        coroutine function runs as a task on the event loop, after the rotation (``aclose``
+        waits for such tasks); what it raises is logged, as for plain callbacks.
+        """
+        if not inspect.iscoroutinefunction(callback):
+            self.store.on_rotate(callback)  # type: ignore[arg-type]  # not a coroutine function
+            return callback
+        with contextlib.suppress(RuntimeError):  # registered outside a running loop
+            self._loop = asyncio.get_running_loop()
+
+        def on_loop(event: RotateEvent) -> None:
+            loop = self._loop
+            if loop is None or loop.is_closed():
+                logger.warning("on_rotate coroutine %r dropped: no running event loop", callback)
+                return
+            loop.call_soon_threadsafe(self._start_callback, callback, event)
+
+        self.store.on_rotate(on_loop)
+        return callback
+
+    def _start_callback(self, callback: Callable[[RotateEvent], Any], event: RotateEvent) -> None:
+        task: asyncio.Future[None] = asyncio.ensure_future(callback(event))
+        self._callbacks.add(task)
+        task.add_done_callback(functools.partial(self._callback_done, callback, event))
+
+    def _callback_done(
+        self, callback: object, event: RotateEvent, task: asyncio.Future[None]
+    ) -> None:
+        self._callbacks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error(
+                "on_rotate callback %r failed for %s", callback, event, exc_info=task.exception()
+            )
+
+    def _follow(self, event: RotateEvent) -> None:
+        """Keep the turns held on a rotated key pointing at its new session."""
+        if event.entry is not None:
+            for turn in self._turns.get(event.session_key, ()):
+                turn.entry = event.entry
 
     # -- per-key serialisation ---------------------------------------------------------------------
 
+    def key_for(self, source: SessionSource) -> str:
+        """The session key of ``source`` (no I/O, so not a coroutine)."""
+        return self.store.key_for(source)
+
     @contextlib.asynccontextmanager
     async def lock(self, key: str) -> AsyncIterator[None]:
-        """Hold ``key``: other operations on it (in this store) wait until the block ends."""
+        """Hold ``key``: other operations on it (in this store) wait until the block ends.
+
+        Re-entrant: inside the block, and in tasks started from it, operations on ``key`` run
+        without waiting.
+        """
         async with self._keys.hold(key):
             yield
 
     @contextlib.asynccontextmanager
-    async def turn(
-        self, source: SessionSource, *, force_new: bool = False
-    ) -> AsyncIterator[SessionLookup]:
-        """Look up the source's session and hold its key until the block ends."""
-        async with self._keys.hold(self.store.key_for(source)):
-            yield await self._run(self.store.get_or_create, source, force_new=force_new)
+    async def turn(self, source: SessionSource, *, force_new: bool = False) -> AsyncIterator[Turn]:
+        """Look up the source's session and hold its key until the block ends.
+
+        Inside the block, and in tasks it starts (``gather``, ``create_task``), ``reset``,
+        ``resume``, ``branch``, ``get_or_create``, ``touch`` and ``append`` on the same key run
+        at once; other tasks wait. The :class:`Turn` follows rotations made in the block.
+        """
+        key = self.store.key_for(source)
+        async with self._keys.hold(key):
+            lookup = await self._run(self.store.get_or_create, source, force_new=force_new)
+            turn = Turn(key=key, lookup=lookup, entry=lookup.entry)
+            self._turns.setdefault(key, []).append(turn)
+            try:
+                yield turn
+            finally:
+                held = self._turns[key]
+                held.remove(turn)
+                if not held:
+                    del self._turns[key]
 
     async def get_or_create(
         self, source: SessionSource, *, force_new: bool = False
     ) -> SessionLookup:
         """Async :meth:`SessionStore.get_or_create`, serialised per key."""
-        async with self._keys.hold(self.store.key_for(source)):
-            return await self._run(self.store.get_or_create, source, force_new=force_new)
+        return await self._keyed(
+            self.store.key_for(source), self.store.get_or_create, source, force_new=force_new
+        )
 
     async def _keyed(
         self, key: str, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs
@@ -183,9 +283,11 @@ class AsyncSessionStore:
         """Async :meth:`SessionStore.touch`."""
         return await self._keyed(key, self.store.touch, key, last_prompt_tokens=last_prompt_tokens)
 
-    async def reset(self, key: str, *, title: str | None = None) -> SessionEntry:
+    async def reset(
+        self, key: str, *, source: SessionSource | None = None, title: str | None = None
+    ) -> SessionEntry:
         """Async :meth:`SessionStore.reset` (``/new``)."""
-        return await self._keyed(key, self.store.reset, key, title=title)
+        return await self._keyed(key, self.store.reset, key, source=source, title=title)
 
     async def suspend(self, key: str) -> SessionEntry:
         """Async :meth:`SessionStore.suspend`."""
@@ -204,21 +306,34 @@ class AsyncSessionStore:
         key: str,
         target: str,
         *,
+        source: SessionSource | None = None,
         requester: SessionSource | None = None,
         allow: Callable[[SessionSource | None, SessionRecord], bool] | None = None,
     ) -> SessionEntry:
         """Async :meth:`SessionStore.resume` (``/resume``)."""
         return await self._keyed(
-            key, self.store.resume, key, target, requester=requester, allow=allow
+            key,
+            self.store.resume,
+            key,
+            target,
+            source=source,
+            requester=requester,
+            allow=allow,
         )
 
-    async def branch(self, key: str, *, title: str | None = None) -> SessionEntry:
+    async def branch(
+        self, key: str, *, source: SessionSource | None = None, title: str | None = None
+    ) -> SessionEntry:
         """Async :meth:`SessionStore.branch` (``/branch``)."""
-        return await self._keyed(key, self.store.branch, key, title=title)
+        return await self._keyed(key, self.store.branch, key, source=source, title=title)
 
     async def entry(self, key: str) -> SessionEntry:
         """Async :meth:`SessionStore.entry`."""
         return await self._run(self.store.entry, key)
+
+    async def seen(self, key_or_session_id: str, platform_message_id: str) -> Message | None:
+        """Async :meth:`SessionStore.seen` (call it before the model)."""
+        return await self._run(self.store.seen, key_or_session_id, platform_message_id)
 
     # -- transcripts -------------------------------------------------------------------------------
 
@@ -275,6 +390,19 @@ class AsyncSessionStore:
     async def session(self, session_id: str) -> SessionRecord:
         """Async :meth:`SessionStore.session`."""
         return await self._run(self.store.session, session_id)
+
+    @contextlib.asynccontextmanager
+    async def compression_lease(self, session_id: str, holder: str) -> AsyncIterator[None]:
+        """Async :meth:`SessionStore.compression_lease`: hold it while the model summarises."""
+        lease = self.store.compression_lease(session_id, holder)
+        await self._run(lease.__enter__)
+        try:
+            yield
+        except BaseException as error:
+            if not await self._run(lease.__exit__, type(error), error, error.__traceback__):
+                raise
+        else:
+            await self._run(lease.__exit__, None, None, None)
 
     async def compress(
         self, session_id: str, messages: Sequence[Message], *, holder: str
