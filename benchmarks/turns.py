@@ -2,10 +2,12 @@
 
 A turn is what a gateway does for each inbound message: ``get_or_create(source)`` (a read while
 the session is fresh) and one ``append`` of the user message and the reply (one write that also
-records activity). The baseline is a raw ``sqlite3`` loop in the same run storing the same data
-per turn: one indexed read, then one ``BEGIN IMMEDIATE`` transaction inserting two messages and
-their FTS5 rows (same index definition, same tokens), updating the session's counters and the
-routing row, with the same durability.
+records activity). A *checked* turn adds the redelivery check a gateway makes before calling
+the model, ``seen(session_id, platform_message_id)``: one more indexed read. The baseline is a
+raw ``sqlite3`` loop in the same run storing the same data per turn: one indexed read (two when
+checked), then one ``BEGIN IMMEDIATE`` transaction inserting two messages and their FTS5 rows
+(same index definition, same tokens), updating the session's counters and the routing row, with
+the same durability.
 
 Run ``python benchmarks/turns.py`` (1,000, 10,000 and 100,000 keys; several minutes, most of it
 spent creating the keys) or ``--quick`` for a smoke run. Targets (DESIGN §11): at least 1,000
@@ -47,8 +49,8 @@ WARM_UP = 50
 """Untimed turns first: caches, lazily compiled patterns and the page cache settle."""
 
 
-def store_turns(path: Path, keys: int, turns: int, seed: int) -> float:
-    """Turns per second through the store with full durability."""
+def store_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool = False) -> float:
+    """Turns per second through the store with full durability (``checked``: with ``seen``)."""
     rng = random.Random(seed)
     picks = [rng.randrange(keys) for _ in range(turns + WARM_UP)]
     with SessionStore(SQLiteBackend(path, durability="full"), resets=NEVER) as store:
@@ -57,6 +59,8 @@ def store_turns(path: Path, keys: int, turns: int, seed: int) -> float:
             if n == WARM_UP:
                 start = time.perf_counter()
             lookup = store.get_or_create(source(number))
+            if checked and store.seen(lookup.session_id, f"{seed}-{n}") is not None:
+                raise AssertionError("a fresh message was reported as seen")
             store.append(
                 lookup.session_id,
                 Message(
@@ -70,7 +74,7 @@ def store_turns(path: Path, keys: int, turns: int, seed: int) -> float:
     return turns / elapsed
 
 
-def raw_turns(path: Path, keys: int, turns: int, seed: int) -> float:
+def raw_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool = False) -> float:
     """Turns per second of a raw sqlite3 loop storing the same data with the same commits.
 
     The same tables a turn needs (routing rows indexed by session, sessions with counters,
@@ -122,6 +126,11 @@ def raw_turns(path: Path, keys: int, turns: int, seed: int) -> float:
         (session_id,) = connection.execute(
             "SELECT session_id FROM entries WHERE key = ?", (f"k{number}",)
         ).fetchone()
+        if checked:
+            connection.execute(
+                "SELECT id FROM messages WHERE session_id = ? AND platform_id = ?",
+                (session_id, prepared[n][0][1]),
+            ).fetchone()
         connection.execute("BEGIN IMMEDIATE")
         for role, platform_id, body, tokens in prepared[n]:
             cursor = connection.execute(
@@ -169,6 +178,19 @@ def main() -> None:
                 f"{keys:>7,} keys: {ours:7,.0f} turns/s through the store; raw sqlite3 loop "
                 f"{raw:7,.0f} turns/s; ratio {ours / raw:.2f} (target >= 0.5); "
                 f"built in {built:.1f} s"
+            )
+            db = folder / "state.db"
+            ours_c = max(
+                store_turns(db, keys, turns, seed=keys + 10 + r, checked=True) for r in (0, 1)
+            )
+            raw_c = max(
+                raw_turns(folder / f"rawc{r}.db", keys, turns, seed=keys + r, checked=True)
+                for r in (0, 1)
+            )
+            print(
+                f"{keys:>7,} keys, checked (seen + append): {ours_c:7,.0f} turns/s; raw "
+                f"{raw_c:7,.0f}; ratio {ours_c / raw_c:.2f}; cost of the check "
+                f"{ours_c / ours:.2f}x the unchecked rate"
             )
     low, high = sizes[0], sizes[-1]
     print(
