@@ -118,9 +118,10 @@ def test_visibility_for_requester_canonicalises():
     requester = SessionSource(
         platform="whatsapp", chat_id="x", user_id="+15551234567@s.whatsapp.net"
     )
-    rule = Visibility.for_requester("k", requester, keys=KeyPolicy())
+    dm = "agent:main:whatsapp:dm:15551234567"
+    rule = Visibility.for_requester(dm, requester, keys=KeyPolicy())
     assert rule.user_id == "15551234567"
-    assert Visibility.for_requester("k", None) == Visibility(session_key="k")
+    assert Visibility.for_requester(dm, None) == Visibility(session_key=dm)
 
 
 def test_search_time_filter_needs_a_timestamp():

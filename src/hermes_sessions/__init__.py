@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         ParsedSessionKey,
         WhatsAppIdentity,
         build_session_key,
+        is_private_lane,
         parse_session_key,
         session_key_parts,
     )
@@ -138,6 +139,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "ParsedSessionKey",
         "WhatsAppIdentity",
         "build_session_key",
+        "is_private_lane",
         "parse_session_key",
         "session_key_parts",
     ),
@@ -260,6 +262,7 @@ __all__ = [
     "handle_memory",
     "handle_session_search",
     "host_timezone",
+    "is_private_lane",
     "new_session_id",
     "next_reset_at",
     "next_title_in_lineage",

@@ -35,6 +35,7 @@ __all__ = [
     "ParsedSessionKey",
     "WhatsAppIdentity",
     "build_session_key",
+    "is_private_lane",
     "parse_session_key",
     "session_key_parts",
 ]
@@ -302,3 +303,24 @@ def parse_session_key(key: str) -> ParsedSessionKey:
         chat_type=chat_type,
         segments=tuple(_decode(segment) for segment in segments),
     )
+
+
+def is_private_lane(session_key: str) -> bool:
+    """Whether a lane is private: only a key whose chat type is ``dm`` is.
+
+    Every group, channel or thread key is *shared*, whether or not it isolates its members: the
+    bot's answers there are read by everyone in the chat. A key that cannot be parsed counts as
+    shared (the safe side). Resume and search from a shared lane see only that lane's own
+    sessions; see ``docs/concepts.md``.
+
+    >>> is_private_lane("agent:main:telegram:dm:42")
+    True
+    >>> is_private_lane("agent:main:feishu:group:oc_team:ou_lin")
+    False
+
+    .. versionadded:: 0.1.0
+    """
+    try:
+        return parse_session_key(session_key).is_dm
+    except InvalidKeyError:
+        return False

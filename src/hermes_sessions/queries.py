@@ -17,7 +17,7 @@ import attrs
 
 from hermes_sessions.clock import require_aware
 from hermes_sessions.exceptions import InvalidCursorError
-from hermes_sessions.keys import DEFAULT_KEY_POLICY
+from hermes_sessions.keys import DEFAULT_KEY_POLICY, is_private_lane
 from hermes_sessions.models import Message, SessionRecord
 from hermes_sessions.titles import lineage_key, title_key
 
@@ -115,8 +115,10 @@ class Visibility:
     """The default access rule: which sessions a requester may see from a key.
 
     A session is visible when it was created under ``session_key`` (members of a shared thread
-    share its history), or when it has the same platform and the same user. A missing user id
-    never matches, so anonymous sources see only their key's own sessions.
+    share its history), or — from a private lane (a DM) only — when it has the same platform and
+    the same user. From a shared lane (any group, channel or thread key) only that lane's own
+    sessions are visible, whoever asks: a DM must never become context that a whole group reads.
+    A missing user id never matches, so anonymous sources see only their key's own sessions.
 
     .. versionadded:: 0.1.0
     """
@@ -136,9 +138,10 @@ class Visibility:
         """The rule for ``requester`` asking from ``session_key``.
 
         The requester's id is canonicalised with ``keys`` (as session records store it); without
-        a requester only the key's own sessions are visible.
+        a requester, or from a shared lane (:func:`~hermes_sessions.keys.is_private_lane`), only
+        the key's own sessions are visible.
         """
-        if requester is None:
+        if requester is None or (session_key is not None and not is_private_lane(session_key)):
             return cls(session_key=session_key)
         return cls(
             session_key=session_key,

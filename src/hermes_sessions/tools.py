@@ -510,7 +510,8 @@ def _scroll(
     record = _visible_session(context, session_id)
     message_id = _int_argument(arguments, "message_id", default=-1, minimum=-1, maximum=2**62)
     window = _int_argument(arguments, "window", default=5, minimum=1, maximum=20)
-    if context.store.backend.get_message(record.id, message_id) is None:
+    anchor = context.store.backend.get_message(record.id, message_id)
+    if anchor is None or not anchor.active:  # a retracted or undone message is not shown
         raise _ArgumentError(
             f"conversation {record.id} has no message {message_id}", argument="message_id"
         )
