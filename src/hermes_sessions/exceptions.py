@@ -15,6 +15,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── SessionNotFoundError       (LookupError)   no session or routing entry by id/key
     ├── AmbiguousSessionError      (LookupError)   a prefix or title names several sessions
     ├── ConflictError              (RuntimeError)  compare-and-swap lost: the revision moved on
+    ├── SessionInUseError          (RuntimeError)  a key still points at the session to delete
     ├── LeaseHeldError             (RuntimeError)  another holder leases the resource (compression)
     ├── BackendClosedError         (RuntimeError)  the backend was closed
     ├── LockTimeoutError           (TimeoutError)  a file or row lock was not acquired in time
@@ -67,6 +68,7 @@ __all__ = [
     "MemoryRefusedError",
     "MissingDependencyError",
     "NaiveDatetimeError",
+    "SessionInUseError",
     "SessionNotFoundError",
     "StorageError",
     "TitleConflictError",
@@ -276,6 +278,25 @@ class AmbiguousSessionError(HermesSessionsError, LookupError):
         super().__init__(
             f"{target!r} matches {len(self.candidates)} sessions ({shown}); "
             "give a longer id prefix or the exact id"
+        )
+
+
+class SessionInUseError(HermesSessionsError, RuntimeError):
+    """A session cannot be deleted: routing keys still point at it.
+
+    Attributes:
+        session_id: The session.
+        keys: The keys whose current session it is.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, session_id: str, keys: Sequence[str]) -> None:
+        self.session_id = session_id
+        self.keys = tuple(keys)
+        super().__init__(
+            f"session {session_id} is the current session of {', '.join(self.keys)}; pass "
+            "force=True to move those keys to new sessions first, or archive it instead"
         )
 
 

@@ -432,6 +432,18 @@ class AsyncSessionStore:
         """Async :meth:`SessionStore.edit`."""
         return await self._run(self.store.edit, session_id, platform_message_id, content)
 
+    async def archive(self, session_id: str) -> SessionRecord:
+        """Async :meth:`SessionStore.archive`."""
+        return await self._run(self.store.archive, session_id)
+
+    async def unarchive(self, session_id: str) -> SessionRecord:
+        """Async :meth:`SessionStore.unarchive`."""
+        return await self._run(self.store.unarchive, session_id)
+
+    async def delete(self, session_id: str, *, force: bool = False) -> tuple[str, ...]:
+        """Async :meth:`SessionStore.delete`."""
+        return await self._run(self.store.delete, session_id, force=force)
+
     async def set_title(self, session_id: str, title: str | None) -> SessionRecord:
         """Async :meth:`SessionStore.set_title`."""
         return await self._run(self.store.set_title, session_id, title)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_sessions.cli._output import UsageError, parse_duration, progress_printer
 from hermes_sessions.cli._read import emit, resolve
+from hermes_sessions.exceptions import SessionInUseError
 from hermes_sessions.queries import SessionQuery
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def cmd_rename(store: SessionStore, args: argparse.Namespace, out: TextIO) -> in
 def cmd_archive(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
     """Archive a session (or bring it back with ``--undo``)."""
     record = resolve(store, args.id)
-    updated = store.backend.update_session(record.id, values={"archived": not args.undo})
+    updated = store.unarchive(record.id) if args.undo else store.archive(record.id)
     state = "archived" if updated.archived else "unarchived"
     return _done(args, out, {"id": record.id, "archived": updated.archived}, f"{record.id} {state}")
 
@@ -69,13 +70,13 @@ def cmd_archive(store: SessionStore, args: argparse.Namespace, out: TextIO) -> i
 def cmd_delete(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
     """Delete a session no key points to (its children are orphaned, not deleted)."""
     record = resolve(store, args.id)
-    keys = [entry.session_key for entry in store.backend.entries(session_id=record.id)]
-    if keys:
+    try:
+        store.delete(record.id)
+    except SessionInUseError as error:
         raise UsageError(
-            f"{record.id} is the current session of {', '.join(keys)}; end it first "
+            f"{record.id} is the current session of {', '.join(error.keys)}; end it first "
             "(a new message or /new moves the key on) or archive it instead"
-        )
-    store.backend.delete_session(record.id)
+        ) from error
     return _done(args, out, {"deleted": record.id}, f"{record.id} deleted")
 
 

@@ -1,4 +1,4 @@
-"""The slash commands that move a key: ``/new`` (reset), ``/resume`` and ``/branch``.
+"""The commands that move a key: ``/new`` (reset), ``/resume``, ``/branch``, and a forced delete.
 
 Each works on a key that already has a session and, given the message's ``source``, on one that
 has none yet (first contact): the command then creates the key's entry itself, so no empty
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from hermes_sessions.exceptions import SessionNotFoundError
+from hermes_sessions.exceptions import ConflictError, SessionInUseError, SessionNotFoundError
 from hermes_sessions.protocols import EntryWrite, RotationPlan
 from hermes_sessions.store import _rotations, _titles
 from hermes_sessions.store._targets import ResumeFilter, TargetResolver
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from hermes_sessions.models import SessionEntry, SessionSource
     from hermes_sessions.store._session_store import SessionStore
 
-__all__ = ["branch", "reset", "resume"]
+__all__ = ["branch", "delete", "reset", "resume"]
 
 DEFAULT_BRANCH_TITLE = "branch"
 
@@ -152,3 +152,30 @@ def branch(
         return store._rotate_one(plan, entry.session_id, "branched")  # noqa: SLF001
 
     return _rotations.retrying(key, attempt)
+
+
+def delete(store: SessionStore, session_id: str, *, force: bool) -> tuple[str, ...]:
+    """Delete a session; with ``force``, first move every key pointing at it to a new session.
+
+    Returns the keys that were moved on. Without ``force`` a session a key points to is refused
+    with ``SessionInUseError``; children are orphaned, not deleted.
+    """
+    record = store.session(session_id)
+    moved: list[str] = []
+    for _ in range(_rotations.MAX_ATTEMPTS):
+        entries = store.backend.entries(session_id=record.id)
+        if not entries:
+            break
+        if not force:
+            raise SessionInUseError(record.id, [e.session_key for e in entries])
+        for entry in entries:
+            source = entry.origin or _rotations.source_of(record)
+            rotated = store._rotate(  # noqa: SLF001  # the store's own helper
+                entry, source, store.clock.now(), "session_reset"
+            )
+            if rotated is not None:
+                moved.append(entry.session_key)
+    else:  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
+        raise ConflictError(session_id=record.id)
+    store.backend.delete_session(record.id)
+    return tuple(moved)

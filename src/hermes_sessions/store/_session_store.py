@@ -488,6 +488,24 @@ class SessionStore(ClosesOnExit):
             _titles.check_title_free(self.backend, clean, owner, exclude=record.id)
         return self.backend.update_session(session_id, values={"title": clean})
 
+    def archive(self, session_id: str) -> SessionRecord:
+        """Hide a session from default listings (``archived=True``); nothing is deleted."""
+        validate_session_id(session_id)
+        return self.backend.update_session(session_id, values={"archived": True})
+
+    def unarchive(self, session_id: str) -> SessionRecord:
+        """Bring an archived session back into default listings."""
+        validate_session_id(session_id)
+        return self.backend.update_session(session_id, values={"archived": False})
+
+    def delete(self, session_id: str, *, force: bool = False) -> tuple[str, ...]:
+        """Delete a session, its messages and their search rows (children are orphaned).
+
+        A session a key points to is refused with ``SessionInUseError``, unless ``force``: then
+        each such key first moves to a new session (``session_reset``). Returns the moved keys.
+        """
+        return _commands.delete(self, session_id, force=force)
+
     # -- listing, lineage and search ---------------------------------------------------------------
 
     def list_sessions(
