@@ -12,16 +12,19 @@ from typing import TYPE_CHECKING
 import attrs
 
 from hermes_sessions.exceptions import ConflictError, SessionInUseError, SessionNotFoundError
+from hermes_sessions.models import stamped
 from hermes_sessions.protocols import EntryWrite, RotationPlan
 from hermes_sessions.store import _rotations, _titles
 from hermes_sessions.store._targets import ResumeFilter, TargetResolver
 from hermes_sessions.titles import sanitize_title
 
 if TYPE_CHECKING:
-    from hermes_sessions.models import SessionEntry, SessionSource
+    from collections.abc import Sequence
+
+    from hermes_sessions.models import Message, SessionEntry, SessionRecord, SessionSource
     from hermes_sessions.store._session_store import SessionStore
 
-__all__ = ["branch", "delete", "reset", "resume"]
+__all__ = ["branch", "compress", "delete", "reset", "resume"]
 
 DEFAULT_BRANCH_TITLE = "branch"
 
@@ -179,3 +182,25 @@ def delete(store: SessionStore, session_id: str, *, force: bool) -> tuple[str, .
         raise ConflictError(session_id=record.id)
     store.backend.delete_session(record.id)
     return tuple(moved)
+
+
+def compress(
+    store: SessionStore, session_id: str, messages: Sequence[Message], *, holder: str
+) -> SessionRecord:
+    """Replace an open session by a compressed child holding ``messages``, under the lease."""
+    with store.compression_lease(session_id, holder):
+        parent = store.session(session_id)
+        if parent.is_ended:
+            raise ConflictError(session_id=session_id)
+        title = None
+        if parent.title is not None:
+            title = _titles.next_title(store.backend, parent.title, _titles.owner(parent))
+        now = store.clock.now()
+        child = _rotations.compression_child(parent, now, title)
+        prepared = [
+            store.redact(_rotations.copy(stamped(m, timestamp=m.timestamp or now)))
+            for m in messages
+        ]
+        written = store.backend.apply(_rotations.compression_plan(parent, child, prepared, now))
+    store._notify(_rotations.events(written, parent.id, "compression"))  # noqa: SLF001
+    return store.session(child.id)

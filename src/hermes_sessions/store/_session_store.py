@@ -417,22 +417,7 @@ class SessionStore(ClosesOnExit):
         of the lineage (``X`` → ``X #2``); every key pointing at the parent moves to the child.
         The lease and the open-parent check mean two compressions never fork two children.
         """
-        with self.compression_lease(session_id, holder):
-            parent = self.session(session_id)
-            if parent.is_ended:
-                raise ConflictError(session_id=session_id)
-            title = None
-            if parent.title is not None:
-                title = _titles.next_title(self.backend, parent.title, _titles.owner(parent))
-            now = self.clock.now()
-            child = _rotations.compression_child(parent, now, title)
-            prepared = [
-                self.redact(_rotations.copy(stamped(m, timestamp=m.timestamp or now)))
-                for m in messages
-            ]
-            written = self.backend.apply(_rotations.compression_plan(parent, child, prepared, now))
-        self._notify(_rotations.events(written, parent.id, "compression"))
-        return self.session(child.id)
+        return _commands.compress(self, session_id, messages, holder=holder)
 
     # -- rewinds and platform edits ----------------------------------------------------------------
 
