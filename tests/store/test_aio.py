@@ -69,7 +69,7 @@ def test_a_conversation_through_the_async_api(astore, clock):
         assert (await astore.get_or_create(LIN)).reset.reason == "suspended"
         clock.advance(days=90)
         assert (await astore.prune(timedelta(days=30))).dry_run
-        assert (await astore.erase_user("someone-else")).sessions == ()
+        assert (await astore.erase_user("telegram", "someone-else")).sessions == ()
         assert await astore.rebuild_routing() == 0
         assert new.session_id != session_id
 

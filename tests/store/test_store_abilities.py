@@ -45,5 +45,5 @@ def test_erase_user_scrubs_a_backend_that_can():
     """erase_user calls scrub() once, at the end, when the backend implements SupportsScrub."""
     backend = ScrubbingBackend()
     with SessionStore(backend) as store:
-        store.erase_user("nobody")
+        store.erase_user("telegram", "nobody")
     assert backend.scrubbed == 1

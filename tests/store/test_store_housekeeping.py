@@ -64,7 +64,7 @@ def test_erase_user_leaves_no_trace(store):
     )
     eve = store.get_or_create(EVE)
     store.append(eve.session_id, user("eve alone"))
-    report = store.erase_user("ou_lin")
+    report = store.erase_user(LIN.platform, "ou_lin")
     assert report.sessions == (lin.session_id,)
     assert report.messages == 1
     assert report.entries == (lin.entry.session_key,)

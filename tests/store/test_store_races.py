@@ -107,7 +107,7 @@ def test_erase_user_survives_a_concurrent_entry_write(racing):
     ours, rival, proxy = racing
     key = ours.get_or_create(LIN).entry.session_key
     proxy.before("delete_entry", lambda: rival.mark_resume_pending(key, "rival"))
-    report = ours.erase_user("1")
+    report = ours.erase_user(LIN.platform, "1")
     assert report.entries == (key,)
     assert ours.backend.get_entry(key) is None
 

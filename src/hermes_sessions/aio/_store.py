@@ -500,9 +500,9 @@ class AsyncSessionStore:
         """Async :meth:`SessionStore.prune`."""
         return await self._run(self.store.prune, older_than, dry_run=dry_run, sources=sources)
 
-    async def erase_user(self, user_id: str) -> EraseReport:
+    async def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
         """Async :meth:`SessionStore.erase_user`."""
-        return await self._run(self.store.erase_user, user_id)
+        return await self._run(self.store.erase_user, platform, *user_ids, dry_run=dry_run)
 
     async def rebuild_routing(self) -> int:
         """Async :meth:`SessionStore.rebuild_routing`."""

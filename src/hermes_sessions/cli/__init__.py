@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per 
     prune.add_argument("--yes", action="store_true", help="really delete (default: dry run)")
     erase = _command(commands, "erase-user", "erase one user's data on one platform")
     erase.add_argument("platform")
-    erase.add_argument("user", help="the user's platform id")
+    erase.add_argument("user", nargs="+", help="the user's ids there (canonical and alternate)")
     erase.add_argument("--yes", action="store_true", help="really erase (default: dry run)")
     export = _command(commands, "export", "write sessions to a bundle file")
     export.add_argument("file", help="the bundle to write, or - for standard output")
@@ -119,7 +119,10 @@ def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per 
     hermes.add_argument("--timezone", help="the profile's IANA zone (default: the host's)")
     _command(commands, "stats", "counts of sessions, messages and keys")
     _command(commands, "check", "check storage integrity and the library's invariants")
-    _command(commands, "optimize", "run the backend's maintenance")
+    optimize = _command(commands, "optimize", "run the backend's maintenance")
+    optimize.add_argument(
+        "--scrub", action="store_true", help="also remove the remains of deleted data (erasure)"
+    )
     memory = _command(commands, "memory", "show or edit the memory files")
     memory.add_argument("action", choices=("show", "add", "remove"))
     memory.add_argument("target", nargs="?", choices=("memory", "user"))

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from hermes_sessions.cli._output import UsageError, parse_duration, progress_printer
 from hermes_sessions.cli._read import emit, resolve
 from hermes_sessions.exceptions import SessionInUseError
-from hermes_sessions.queries import SessionQuery
 
 if TYPE_CHECKING:
     import argparse
@@ -100,60 +99,33 @@ def cmd_prune(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int
     return _done(args, out, value, text)
 
 
-def cmd_erase_user(  # noqa: C901  # dry run and erase share one walk over the sessions
-    store: SessionStore, args: argparse.Namespace, out: TextIO
-) -> int:
-    """Erase one user's sessions and messages on one platform (a dry run unless ``--yes``)."""
-    backend = store.backend
-    owned: list[str] = []
-    shared: dict[str, list[int]] = {}
-    query = SessionQuery(sources=(args.platform,), limit=None)
-    for item in backend.list_sessions(query).items:
-        record = item.record
-        transcript = backend.get_messages(record.id, include_inactive=True)
-        others = {m.sender_id for m in transcript} - {None, args.user}
-        if record.user_id == args.user and not others:
-            owned.append(record.id)
-            continue
-        sent = [m.id or 0 for m in transcript if m.sender_id == args.user]
-        if sent or record.user_id == args.user:
-            shared[record.id] = sent
-    keys = [e.session_key for sid in owned for e in backend.entries(session_id=sid)]
-    if args.yes:
-        for session_id in owned:
-            for entry in backend.entries(session_id=session_id):
-                backend.delete_entry(entry.session_key, expected_revision=entry.revision)
-            backend.delete_session(session_id)
-        for session_id, ids in shared.items():
-            if ids:
-                backend.delete_messages(session_id, ids)
-            _forget_owner(store, session_id, args.user)
-        scrub = getattr(backend, "scrub", None)
-        if callable(scrub):
-            scrub()
-    messages = sum(len(ids) for ids in shared.values())
-    verb = "erased" if args.yes else "would erase"
+def cmd_erase_user(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Erase one user's data on one platform (a dry run unless ``--yes``)."""
+    report = store.erase_user(args.platform, *args.user, dry_run=not args.yes)
+    verb = "would erase" if report.dry_run else "erased"
     text = (
-        f"{verb} {len(owned)} session(s), {messages} message(s) in {len(shared)} shared "
-        f"session(s) and {len(keys)} routing key(s) of {args.platform} user {args.user}"
+        f"{verb} {len(report.sessions)} session(s), {report.messages} message(s) in shared "
+        f"sessions and {len(report.entries)} routing key(s) of {args.platform} user "
+        f"{', '.join(args.user)}"
     )
-    if not args.yes:
+    if report.unmatched:
+        text += f"; no data for {', '.join(report.unmatched)}"
+    if report.dry_run:
         text += "; run again with --yes to erase"
+    elif not report.scrubbed:
+        text += f"; not scrubbed yet: {report.scrub_hint}"
     value = {
-        "dry_run": not args.yes,
+        "dry_run": report.dry_run,
         "platform": args.platform,
-        "user": args.user,
-        "sessions": owned,
-        "messages": messages,
-        "keys": keys,
+        "user": list(args.user),
+        "sessions": list(report.sessions),
+        "messages": report.messages,
+        "keys": list(report.entries),
+        "cleared": list(report.cleared),
+        "unmatched": list(report.unmatched),
+        "scrubbed": report.scrubbed,
     }
     return _done(args, out, value, text)
-
-
-def _forget_owner(store: SessionStore, session_id: str, user: str) -> None:
-    current = store.backend.get_session(session_id)
-    if current is not None and current.user_id == user:
-        store.backend.update_session(session_id, values={"user_id": None})
 
 
 def cmd_export(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
@@ -219,7 +191,8 @@ def cmd_import_hermes(store: SessionStore, args: argparse.Namespace, out: TextIO
 def cmd_optimize(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
     """Run the backend's maintenance (SQLite: optimize + checkpoint; JSONL: compact)."""
     done = []
-    for name in ("optimize", "checkpoint", "compact"):
+    names = ("optimize", "checkpoint", "compact", *(("scrub",) if args.scrub else ()))
+    for name in names:
         method = getattr(store.backend, name, None)
         if callable(method):
             method()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from hermes_sessions import serde
-from hermes_sessions.exceptions import ConflictError
+from hermes_sessions.exceptions import ConflictError, LockTimeoutError
 from hermes_sessions.keys import parse_session_key
 from hermes_sessions.models import SessionEntry, SessionRecord, SessionSource
 from hermes_sessions.protocols import SupportsScrub
@@ -48,13 +48,25 @@ class EraseReport:
     .. versionadded:: 0.1.0
     """
 
-    user_id: str
+    dry_run: bool
+    """True when nothing was changed: the report says what would go."""
+    platform: str
+    user_ids: tuple[str, ...]
+    """The ids asked for (canonical id and ``user_id_alt`` both)."""
     sessions: tuple[str, ...]
     """Sessions the user owned, deleted whole."""
     messages: int
-    """Messages the user sent in other people's (shared) sessions, deleted."""
+    """Messages the user sent in sessions shared with others, deleted."""
     entries: tuple[str, ...]
-    """Routing keys removed."""
+    """Routing keys removed (with the sessions they pointed at)."""
+    cleared: tuple[str, ...]
+    """Sessions and keys that stay but had the user's id or names removed from them."""
+    unmatched: tuple[str, ...]
+    """Ids of ``user_ids`` that matched nothing (check the platform and the id form)."""
+    scrubbed: bool
+    """Whether the files were scrubbed too (see ``scrub_hint`` when not)."""
+    scrub_hint: str | None = None
+    """What to do to finish when ``scrubbed`` is false."""
 
 
 def _size(value: Message | SessionRecord) -> int:
@@ -89,35 +101,102 @@ def prune(
     return PruneReport(dry_run=dry_run, session_ids=tuple(doomed), messages=messages, bytes=size)
 
 
-def erase_user(backend: Backend, user_id: str) -> EraseReport:
-    """Delete the user's own sessions and their messages elsewhere; scrub the files if it can."""
-    deleted_sessions: list[str] = []
+def erase_user(  # noqa: C901  # one walk decides and (unless dry_run) erases
+    backend: Backend, platform: str, user_ids: Sequence[str], *, dry_run: bool = False
+) -> EraseReport:
+    """Erase one user of one platform: owned sessions, sent messages, ids and names; scrub."""
+    ids = frozenset(user_ids)
+    matched: set[str] = set()
+    deleted: list[str] = []
     removed_keys: list[str] = []
-    deleted_messages = 0
-    for item in backend.list_sessions(SessionQuery(limit=None)).items:
+    cleared: list[str] = []
+    messages = 0
+    for item in backend.list_sessions(SessionQuery(sources=(platform,), limit=None)).items:
         record = item.record
         transcript = backend.get_messages(record.id, include_inactive=True)
-        senders = {m.sender_id for m in transcript} - {None, user_id}
-        if record.user_id == user_id and not senders:
-            for entry in backend.entries(session_id=record.id):
-                _drop_entry(backend, entry)
-                removed_keys.append(entry.session_key)
-            backend.delete_session(record.id)
-            deleted_sessions.append(record.id)
-            continue
-        sent = [m.id or 0 for m in transcript if m.sender_id == user_id]
-        if sent:
-            deleted_messages += backend.delete_messages(record.id, sent)
-        if record.user_id == user_id:
-            backend.update_session(record.id, values={"user_id": None})
-    if isinstance(backend, SupportsScrub):
-        backend.scrub()
+        mine = [m.id or 0 for m in transcript if m.sender_id in ids]
+        matched.update(m.sender_id for m in transcript if m.sender_id in ids)
+        others = {m.sender_id for m in transcript} - {None} - ids
+        if record.user_id in ids:
+            matched.add(record.user_id)
+            if not others:
+                for entry in backend.entries(session_id=record.id):
+                    matched.update(_ids_of(entry.origin) & ids)
+                    if not dry_run:
+                        _drop_entry(backend, entry)
+                    removed_keys.append(entry.session_key)
+                if not dry_run:
+                    backend.delete_session(record.id)
+                deleted.append(record.id)
+                continue
+            if not dry_run:
+                backend.update_session(record.id, values={"user_id": None})
+            cleared.append(record.id)
+        if mine:
+            messages += len(mine) if dry_run else backend.delete_messages(record.id, mine)
+    for entry in backend.entries():
+        if entry.platform == platform and _names_user(entry.origin, ids):
+            matched.update(_ids_of(entry.origin) & ids)
+            if entry.session_key in removed_keys:
+                continue
+            if not dry_run:
+                _forget_origin(backend, entry, ids)
+            cleared.append(entry.session_key)
+    scrubbed, hint = (False, "a dry run changes nothing") if dry_run else _scrub(backend)
     return EraseReport(
-        user_id=user_id,
-        sessions=tuple(sorted(deleted_sessions)),
-        messages=deleted_messages,
+        dry_run=dry_run,
+        platform=platform,
+        user_ids=tuple(user_ids),
+        sessions=tuple(sorted(deleted)),
+        messages=messages,
         entries=tuple(sorted(removed_keys)),
+        cleared=tuple(sorted(set(cleared))),
+        unmatched=tuple(i for i in user_ids if i not in matched),
+        scrubbed=scrubbed,
+        scrub_hint=hint,
     )
+
+
+def _ids_of(origin: SessionSource | None) -> set[str]:
+    if origin is None:
+        return set()
+    return {i for i in (origin.user_id, origin.user_id_alt) if i is not None}
+
+
+def _names_user(origin: SessionSource | None, ids: frozenset[str]) -> bool:
+    return bool(_ids_of(origin) & ids)
+
+
+def _forget_origin(backend: Backend, entry: SessionEntry, ids: frozenset[str]) -> None:
+    """Remove the user's ids and names from an entry that stays (a shared thread they began)."""
+    current: SessionEntry | None = entry
+    while current is not None and _names_user(current.origin, ids):
+        assert current.origin is not None  # noqa: S101  # _names_user checked it
+        origin = attrs.evolve(current.origin, user_id=None, user_id_alt=None, user_name=None)
+        changed = attrs.evolve(current, origin=origin, display_name=origin.chat_name)
+        try:
+            backend.put_entry(changed, expected_revision=current.revision)
+        except ConflictError:
+            current = backend.get_entry(current.session_key)
+        else:
+            return
+
+
+def _scrub(backend: Backend) -> tuple[bool, str | None]:
+    """Scrub the backend's files if it can; ``(done, what to do if not)``."""
+    if not isinstance(backend, SupportsScrub):
+        return False, (
+            f"{type(backend).__name__} cannot scrub its storage: deleted rows may survive until "
+            "its own maintenance (for PostgreSQL, VACUUM the hermes-sessions tables)"
+        )
+    try:
+        backend.scrub()
+    except LockTimeoutError as error:
+        return False, (
+            f"the files could not be scrubbed yet ({error}); a reader still holds old pages: "
+            "run `hermes-sessions optimize --scrub` (or the backend's scrub()) when it is idle"
+        )
+    return True, None
 
 
 def _drop_entry(backend: Backend, entry: SessionEntry) -> None:

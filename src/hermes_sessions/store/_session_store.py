@@ -575,14 +575,18 @@ class SessionStore(ClosesOnExit):
             cutoff = self.clock.now() - older_than
         return _housekeeping.prune(self.backend, cutoff, dry_run=dry_run, sources=sources)
 
-    def erase_user(self, user_id: str) -> EraseReport:
-        """Remove everything of one user (right to erasure; see ``docs/concepts.md``).
+    def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
+        """Erase one user of one platform (right to erasure; ``docs/concepts.md``).
 
-        The user's own sessions go with their keys; in sessions shared with others only their
-        messages go and their id is cleared. ``scrub()`` runs at the end where the backend
-        implements :class:`~hermes_sessions.protocols.SupportsScrub`, so the text leaves the files.
+        Pass every id the user has there (records keep the canonical id, ``user_id_alt`` first).
+        Their own sessions go with their keys; elsewhere their messages go and their ids and
+        names leave records and routing entries; then the files are scrubbed. Never crosses
+        platforms; the report lists ids that matched nothing and whether the scrub finished.
+        ``dry_run`` reports what would go and changes nothing.
         """
-        return _housekeeping.erase_user(self.backend, user_id)
+        if not user_ids:
+            raise ValueError("erase_user needs at least one user id after the platform")
+        return _housekeeping.erase_user(self.backend, platform, user_ids, dry_run=dry_run)
 
     def rebuild_routing(self) -> int:
         """Recreate missing routing entries from the ``session_key`` kept on session records.

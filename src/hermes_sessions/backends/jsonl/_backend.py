@@ -12,6 +12,7 @@ call, reading only what other processes wrote since; writes take one directory-w
 from __future__ import annotations
 
 import functools
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -29,7 +30,7 @@ from hermes_sessions.backends.jsonl._journal import (
     Remove,
     Touch,
 )
-from hermes_sessions.backends.jsonl._repair import DroppedLine, RepairReport, repair
+from hermes_sessions.backends.jsonl._repair import BACKUPS, DroppedLine, RepairReport, repair
 from hermes_sessions.backends.jsonl._session_records import Active, End, MessageLine, Reopen, Update
 from hermes_sessions.backends.memtables import Transcript, resolve_plan, session_page
 from hermes_sessions.backends.rules import (
@@ -147,6 +148,21 @@ class JSONLBackend(ClosesOnExit):
         """Compact the journal into ``routing.jsonl`` now (it also happens automatically)."""
         with self._engine.writing():
             self._engine.compact()
+
+    @_wrapped
+    def scrub(self) -> None:
+        """Leave nothing of deleted data in the files (for erasure requests).
+
+        Rewrites every session file from its current state (dropping superseded headers,
+        updates and deleted or replaced lines), compacts the journal into the routing snapshot
+        (dropping old entries and plans), and deletes ``repair()`` backups, which hold copies of
+        old files. Costs a rewrite of the whole directory.
+        """
+        with self._engine.writing() as state:
+            for cached in list(state.sessions.values()):
+                self._rewrite(cached.transcript.copy())
+            self._engine.compact()
+        shutil.rmtree(self.directory / BACKUPS, ignore_errors=True)
 
     @classmethod
     def repair(
