@@ -3,7 +3,8 @@
 A turn is what a gateway does for each inbound message: ``get_or_create(source)`` (a read while
 the session is fresh) and one ``append`` of the user message and the reply (one write that also
 records activity). A *checked* turn adds the redelivery check a gateway makes before calling
-the model, ``seen(session_id, platform_message_id)``: one more indexed read. The baseline is a
+the model, ``seen(session_id, platform_message_id)`` (one more indexed read), and passes the
+call's ``usage`` to the same append (still one commit). The baseline is a
 raw ``sqlite3`` loop in the same run storing the same data per turn: one indexed read (two when
 checked), then one ``BEGIN IMMEDIATE`` transaction inserting two messages and their FTS5 rows
 (same index definition, same tokens), updating the session's counters and the routing row, with
@@ -25,7 +26,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from hermes_sessions import Message, ResetPolicies, ResetPolicy, SessionSource, SessionStore, text
+from hermes_sessions import (
+    Message,
+    ResetPolicies,
+    ResetPolicy,
+    SessionSource,
+    SessionStore,
+    Usage,
+    text,
+)
 from hermes_sessions.backends.sqlite import SQLiteBackend
 
 NEVER = ResetPolicies(ResetPolicy(mode="none"))
@@ -69,6 +78,7 @@ def store_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool =
                     platform_message_id=f"{seed}-{n}",
                 ),
                 Message(role="assistant", content=f"answer {n}: restart the youer container"),
+                usage=Usage(input=120, output=30, cost_usd=0.001) if checked else None,
             )
         elapsed = time.perf_counter() - start
     return turns / elapsed
@@ -89,7 +99,8 @@ def raw_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool = F
         """
         CREATE TABLE entries (key TEXT PRIMARY KEY, session_id TEXT, updated_at INTEGER);
         CREATE INDEX entries_session ON entries (session_id);
-        CREATE TABLE sessions (id TEXT PRIMARY KEY, message_count INTEGER, last_active INTEGER);
+        CREATE TABLE sessions (id TEXT PRIMARY KEY, message_count INTEGER, last_active INTEGER,
+                               input_tokens INTEGER DEFAULT 0, output_tokens INTEGER DEFAULT 0);
         CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT,
                                role TEXT, timestamp INTEGER, platform_id TEXT, body TEXT);
         CREATE INDEX messages_session ON messages (session_id, id);
@@ -103,7 +114,7 @@ def raw_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool = F
         "INSERT INTO entries VALUES (?, ?, 0)", ((f"k{n}", f"s{n}") for n in range(keys))
     )
     connection.executemany(
-        "INSERT INTO sessions VALUES (?, 0, 0)", ((f"s{n}",) for n in range(keys))
+        "INSERT INTO sessions VALUES (?, 0, 0, 0, 0)", ((f"s{n}",) for n in range(keys))
     )
     connection.execute("COMMIT")
     rng = random.Random(seed)
@@ -142,8 +153,9 @@ def raw_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool = F
                 "INSERT INTO messages_fts (rowid, tokens) VALUES (?, ?)", (cursor.lastrowid, tokens)
             )
         connection.execute(
-            "UPDATE sessions SET message_count = message_count + 2, last_active = ? WHERE id = ?",
-            (n, session_id),
+            "UPDATE sessions SET message_count = message_count + 2, last_active = ?, "
+            "input_tokens = input_tokens + ?, output_tokens = output_tokens + ? WHERE id = ?",
+            (n, 120 if checked else 0, 30 if checked else 0, session_id),
         )
         connection.execute(
             "UPDATE entries SET updated_at = max(updated_at, ?) WHERE session_id = ?",
@@ -188,7 +200,7 @@ def main() -> None:
                 for r in (0, 1)
             )
             print(
-                f"{keys:>7,} keys, checked (seen + append): {ours_c:7,.0f} turns/s; raw "
+                f"{keys:>7,} keys, checked (seen + append with usage): {ours_c:7,.0f} turns/s; raw "
                 f"{raw_c:7,.0f}; ratio {ours_c / raw_c:.2f}; cost of the check "
                 f"{ours_c / ours:.2f}x the unchecked rate"
             )

@@ -30,6 +30,7 @@ MODULES = [
     "threats",
     "titles",
     "tools",
+    "usage",
 ]
 
 

@@ -102,6 +102,7 @@ if TYPE_CHECKING:
         handle_memory,
         handle_session_search,
     )
+    from hermes_sessions.usage import Usage
 
 _MODULES: Final[dict[str, tuple[str, ...]]] = {
     "hermes_sessions.aio": ("AsyncSessionStore",),
@@ -189,6 +190,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "handle_memory",
         "handle_session_search",
     ),
+    "hermes_sessions.usage": ("Usage",),
 }
 """Every public name, by the module it is loaded from."""
 
@@ -256,6 +258,7 @@ __all__ = [
     "ThreatScanner",
     "TitleConflictError",
     "UnknownMemoryTargetError",
+    "Usage",
     "Visibility",
     "WhatsAppIdentity",
     "__version__",

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+    from hermes_sessions.usage import Usage
 
 __all__ = [
     "Backend",
@@ -244,7 +245,12 @@ class TranscriptStore(Protocol):
         ...
 
     def append_messages(
-        self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
     ) -> AppendResult:
         """Append messages atomically and idempotently; return them as stored.
 
@@ -255,7 +261,9 @@ class TranscriptStore(Protocol):
         Otherwise a later message whose platform id is already stored is not stored again: the
         stored one is returned in its place. Messages without a platform id are always appended.
         ``session_id`` on the messages is ignored. With ``touch_at``, every key pointing at the
-        session records activity at that time, in the same transaction.
+        session records activity at that time, and ``usage`` is added to the session's counters
+        (as ``update_session`` with ``usage.values()`` and ``usage.increments()``), both in the
+        same transaction; a redelivery applies neither.
         """
         ...
 

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         RotateEvent,
         StoreOptions,
     )
+    from hermes_sessions.usage import Usage
     from hermes_sessions.window import ContextWindow
 
 __all__ = ["AsyncSessionStore", "RotateCallback", "Turn"]
@@ -337,9 +338,19 @@ class AsyncSessionStore:
 
     # -- transcripts -------------------------------------------------------------------------------
 
-    async def append(self, session_id: str, *messages: Message, touch: bool = True) -> AppendResult:
+    async def append(
+        self,
+        session_id: str,
+        *messages: Message,
+        touch: bool = True,
+        usage: Usage | None = None,
+    ) -> AppendResult:
         """Async :meth:`SessionStore.append`."""
-        return await self._run(self.store.append, session_id, *messages, touch=touch)
+        return await self._run(self.store.append, session_id, *messages, touch=touch, usage=usage)
+
+    async def record_usage(self, session_id: str, usage: Usage) -> SessionRecord:
+        """Async :meth:`SessionStore.record_usage`."""
+        return await self._run(self.store.record_usage, session_id, usage)
 
     async def messages(
         self,

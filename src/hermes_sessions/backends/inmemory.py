@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+    from hermes_sessions.usage import Usage
 
 __all__ = ["InMemoryBackend"]
 
@@ -200,11 +201,18 @@ class InMemoryBackend(ClosesOnExit):
 
     @_locked
     def append_messages(
-        self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
     ) -> AppendResult:
         """Append atomically and idempotently by platform message id (the redelivery rule)."""
         transcript = self._transcript(session_id)
         result = self._append(transcript, messages)
+        if usage is not None and not result.duplicate:
+            transcript.record = apply_update(transcript.record, usage.values(), usage.increments())
         if touch_at is not None and not result.duplicate:
             for key in list(self._table.keys_of(session_id)):
                 self._table.touch(key, touch_at)

@@ -5,11 +5,9 @@ evaluates the reset policy lazily (once, in :meth:`SessionStore.get_or_create`),
 change of a key's session — automatic resets, ``/new``, resume, branch, compression — as one
 :class:`~hermes_sessions.protocols.RotationPlan` that the backend applies atomically. Races between
 threads, processes or hosts surface as :class:`~hermes_sessions.exceptions.ConflictError` inside
-the store, which re-reads and decides again; callers see one session per key.
-
-The methods delegate to the private modules of this package, one per concern.
-
-Time comes from an injected clock; nothing here calls ``datetime.now()`` directly.
+the store, which re-reads and decides again; callers see one session per key. The methods
+delegate to the private modules of this package, one per concern. Time comes from an injected
+clock; nothing here calls ``datetime.now()`` directly.
 """
 
 from __future__ import annotations
@@ -66,6 +64,7 @@ if TYPE_CHECKING:
     from hermes_sessions.store._lineage import Lineage
     from hermes_sessions.store._targets import ResumeFilter
     from hermes_sessions.store._views import AnchoredView
+    from hermes_sessions.usage import Usage
 
 __all__ = ["SessionStore", "StoreOptions"]  # StoreOptions lives in _options
 
@@ -211,7 +210,9 @@ class SessionStore(ClosesOnExit):
 
     # -- transcripts -------------------------------------------------------------------------------
 
-    def append(self, session_id: str, *messages: Message, touch: bool = True) -> AppendResult:
+    def append(
+        self, session_id: str, *messages: Message, touch: bool = True, usage: Usage | None = None
+    ) -> AppendResult:
         """Append messages atomically and idempotently (by ``platform_message_id``).
 
         If the batch's first message with a platform id is already stored, the batch is a
@@ -220,6 +221,8 @@ class SessionStore(ClosesOnExit):
         Messages without a timestamp get the clock's time; ``redact`` is applied first. With
         ``touch`` (the default) every key pointing at the session records activity in the same
         transaction; internal events (background jobs, system notes) pass ``touch=False``.
+        ``usage`` (the model call's tokens and cost) is added to the session's counters in the
+        same transaction, so a turn stays one commit.
         """
         validate_session_id(session_id)
         now = self.clock.now()
@@ -227,7 +230,16 @@ class SessionStore(ClosesOnExit):
             self.redact(m if m.timestamp is not None else stamped(m, timestamp=now))
             for m in messages
         ]
-        return self.backend.append_messages(session_id, prepared, touch_at=now if touch else None)
+        return self.backend.append_messages(
+            session_id, prepared, touch_at=now if touch else None, usage=usage
+        )
+
+    def record_usage(self, session_id: str, usage: Usage) -> SessionRecord:
+        """Add usage that arrived after the turn was stored (a streamed bill, a batch job)."""
+        validate_session_id(session_id)
+        return self.backend.update_session(
+            session_id, values=usage.values(), increments=usage.increments()
+        )
 
     def seen(self, key_or_session_id: str, platform_message_id: str) -> Message | None:
         """The stored message with this platform id, if this delivery was seen before (a read).
@@ -237,17 +249,7 @@ class SessionStore(ClosesOnExit):
         a reset or ``/new`` is still recognised; given a session id, in that session. Inactive
         (rewound) copies count. Check before calling the model; ``None`` means new.
         """
-        if ":" in key_or_session_id:
-            entry = self.backend.get_entry(key_or_session_id)
-            sessions = [] if entry is None else [entry.session_id, entry.previous_session_id]
-        else:
-            sessions = [validate_session_id(key_or_session_id)]
-        for session_id in sessions:
-            if session_id is not None:
-                found = self.backend.find_message(session_id, platform_message_id)
-                if found is not None:
-                    return found
-        return None
+        return _views.seen(self.backend, key_or_session_id, platform_message_id)
 
     def touch(self, key: str, *, last_prompt_tokens: int | None = None) -> SessionEntry:
         """Record activity on ``key`` without a message."""

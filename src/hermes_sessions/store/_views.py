@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from hermes_sessions.protocols import Backend
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
 
-__all__ = ["AnchoredView", "anchored_view", "list_sessions", "messages_around", "search"]
+__all__ = ["AnchoredView", "anchored_view", "list_sessions", "messages_around", "search", "seen"]
 
 DIALOGUE: frozenset[str] = frozenset({"user", "assistant"})
 """The roles an anchored view shows around its anchor."""
@@ -142,3 +142,18 @@ def _dialogue(
             found += [m for m in page if m.role in DIALOGUE]
             after_id = page[-1].id
     return found[-count:] if before_id is not None else found[:count]
+
+
+def seen(backend: Backend, key_or_session_id: str, platform_message_id: str) -> Message | None:
+    """The stored copy of a delivery: in the key's current and previous session, or one session."""
+    if ":" in key_or_session_id:  # keys always contain ':', session ids never do
+        entry = backend.get_entry(key_or_session_id)
+        sessions = [] if entry is None else [entry.session_id, entry.previous_session_id]
+    else:
+        sessions = [validate_session_id(key_or_session_id)]
+    for session_id in sessions:
+        if session_id is not None:
+            found = backend.find_message(session_id, platform_message_id)
+            if found is not None:
+                return found
+    return None

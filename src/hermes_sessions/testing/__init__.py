@@ -33,7 +33,7 @@ from hermes_sessions.clock import FrozenClock
 from hermes_sessions.testing._durability import DurabilityContract
 from hermes_sessions.testing._messages import AppendContract, ReadContract, RewriteContract
 from hermes_sessions.testing._plans import PlanContract
-from hermes_sessions.testing._redelivery import RedeliveryContract
+from hermes_sessions.testing._redelivery import RedeliveryContract, UsageContract
 from hermes_sessions.testing._routing import RoutingContract
 from hermes_sessions.testing._search import SearchContract
 from hermes_sessions.testing._sessions import ListingContract, SessionContract
@@ -49,6 +49,7 @@ class BackendContract(
     ListingContract,
     AppendContract,
     RedeliveryContract,
+    UsageContract,
     ReadContract,
     RewriteContract,
     PlanContract,

@@ -1,11 +1,16 @@
-"""Contract: a redelivered batch (a webhook sent twice) is stored once, atomically."""
+"""Contract: a redelivered batch (a webhook sent twice) is stored once; usage rides along."""
 
 from __future__ import annotations
 
 import threading
 from typing import TYPE_CHECKING
 
+import attrs
+import pytest
+
+from hermes_sessions.exceptions import SessionNotFoundError
 from hermes_sessions.testing._support import ContractBase, entry_for, minutes, say, seed
+from hermes_sessions.usage import Usage
 
 if TYPE_CHECKING:
     from hermes_sessions.models import AppendResult, Message
@@ -105,3 +110,40 @@ class RedeliveryContract(ContractBase):
         assert stored[0].content == "question"
         winner = next(r for r in results if not r.duplicate)
         assert list(winner) == stored
+
+
+class UsageContract(ContractBase):
+    """append_messages(usage=...): the counters change in the same transaction as the messages."""
+
+    def test_usage_is_added_with_the_messages(self, backend: Backend) -> None:
+        """Every counter adds up over turns; ``model`` is set."""
+        seed(backend, "s1")
+        bill = Usage(input=100, output=20, cache_read=5, cache_write=3, reasoning=7, cost_usd=0.25)
+        backend.append_messages("s1", _turn(), usage=attrs.evolve(bill, model="m-1"))
+        backend.append_messages(
+            "s1", [say("next question", platform_message_id="42:8")], usage=bill
+        )
+        record = backend.get_session("s1")
+        assert record is not None
+        assert (record.input_tokens, record.output_tokens) == (200, 40)
+        assert (record.cache_read_tokens, record.cache_write_tokens) == (10, 6)
+        assert record.reasoning_tokens == 14
+        assert record.estimated_cost_usd == pytest.approx(0.5)
+        assert record.model == "m-1"
+        assert record.message_count == 3
+
+    def test_a_redelivery_adds_no_usage(self, backend: Backend) -> None:
+        """The second delivery's model call is not billed to the session twice."""
+        seed(backend, "s1")
+        backend.append_messages("s1", _turn(), usage=Usage(input=10))
+        again = backend.append_messages("s1", _turn("other"), usage=Usage(input=10))
+        assert again.duplicate
+        record = backend.get_session("s1")
+        assert record is not None
+        assert record.input_tokens == 10
+
+    def test_usage_of_a_failed_append_is_not_kept(self, backend: Backend) -> None:
+        """An append that raises adds nothing (atomic with the messages)."""
+        with pytest.raises(SessionNotFoundError):
+            backend.append_messages("ghost", _turn(), usage=Usage(input=10))
+        assert backend.get_session("ghost") is None

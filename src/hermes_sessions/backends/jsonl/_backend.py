@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+    from hermes_sessions.usage import Usage
 
 __all__ = ["DroppedLine", "JSONLBackend", "RepairReport"]
 
@@ -305,7 +306,12 @@ class JSONLBackend(ClosesOnExit):
 
     @_wrapped
     def append_messages(
-        self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
     ) -> AppendResult:
         """Append atomically and idempotently (one write of whole lines, announced first)."""
         validate_session_id(session_id)
@@ -315,7 +321,9 @@ class JSONLBackend(ClosesOnExit):
                 return plan.result
             tx = self._engine.next_tx
             if plan.new:
-                lines = [MessageLine(tx, message) for message in plan.new]
+                lines: list[MessageLine | Update] = [MessageLine(tx, m) for m in plan.new]
+                if usage is not None and (usage.values() or usage.increments()):
+                    lines.append(Update(tx, usage.values(), usage.increments()))
                 self._engine.write(session_id, lines, touch=touch_at)
             elif touch_at is not None and any(
                 touched_entry(entry, touch_at) != entry for entry in state.table.listing(session_id)

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
+    from hermes_sessions.usage import Usage
 
 __all__ = ["DSN_VARIABLE", "PostgresBackend"]
 
@@ -191,25 +192,31 @@ class PostgresBackend(Connections, ClosesOnExit):
     ) -> SessionRecord:
         """Set fields and add to counters atomically (the row is locked while it changes)."""
         changes, amounts = check_update(values, increments)
+        return self._run(lambda c: self._update(c, session_id, changes, amounts))
 
-        def work(connection: psycopg.Connection[Any]) -> SessionRecord:
-            writes.lock_session(self, connection, session_id)
-            current = statements.record(self, connection, session_id)
-            assert current is not None  # noqa: S101  # locked above
-            updated = apply_update(current, changes, amounts)
-            row = record_values(updated)
-            names = [*changes, *amounts]
-            if "title" in changes:
-                names += ["title_key", "lineage_key"]
-            if names:
-                assignments = ", ".join(f"{name} = %s" for name in names)
-                connection.execute(
-                    self.q(f"UPDATE {{s}}.sessions SET {assignments} WHERE id = %s"),
-                    [row[name] for name in names] + [session_id],
-                )
-            return updated
-
-        return self._run(work)
+    def _update(
+        self,
+        connection: psycopg.Connection[Any],
+        session_id: str,
+        changes: Mapping[str, Any],
+        amounts: Mapping[str, int | float],
+    ) -> SessionRecord:
+        """Set fields and add to counters of one session, inside the caller's transaction."""
+        writes.lock_session(self, connection, session_id)
+        current = statements.record(self, connection, session_id)
+        assert current is not None  # noqa: S101  # locked above
+        updated = apply_update(current, changes, amounts)
+        row = record_values(updated)
+        names = [*changes, *amounts]
+        if "title" in changes:
+            names += ["title_key", "lineage_key"]
+        if names:
+            assignments = ", ".join(f"{name} = %s" for name in names)
+            connection.execute(
+                self.q(f"UPDATE {{s}}.sessions SET {assignments} WHERE id = %s"),
+                [row[name] for name in names] + [session_id],
+            )
+        return updated
 
     @guarded
     def end_session(self, session_id: str, reason: str, *, at: datetime) -> SessionRecord:
@@ -274,10 +281,22 @@ class PostgresBackend(Connections, ClosesOnExit):
 
     @guarded
     def append_messages(
-        self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
     ) -> AppendResult:
         """Append atomically and idempotently by platform message id; one transaction."""
-        return self._run(lambda c: writes.append(self, c, session_id, messages, touch_at=touch_at))
+
+        def work(connection: psycopg.Connection[Any]) -> AppendResult:
+            result = writes.append(self, connection, session_id, messages, touch_at=touch_at)
+            if usage is not None and not result.duplicate:
+                self._update(connection, session_id, usage.values(), usage.increments())
+            return result
+
+        return self._run(work)
 
     @guarded
     def get_messages(

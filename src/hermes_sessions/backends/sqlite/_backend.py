@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+    from hermes_sessions.usage import Usage
 
 __all__ = ["SQLiteBackend"]
 
@@ -257,14 +258,7 @@ class SQLiteBackend(ClosesOnExit):
     ) -> SessionRecord:
         """Set fields and add to counters atomically."""
         changes, amounts = check_update(values, increments)
-
-        def work(connection: sqlite3.Connection) -> SessionRecord:
-            current = sessions_sql.existing(connection, session_id)
-            updated = apply_update(current, changes, amounts)
-            sessions_sql.update(connection, updated, [*changes, *amounts])
-            return updated
-
-        return self._write(work)
+        return self._write(lambda c: _update(c, session_id, changes, amounts))
 
     @guarded
     def end_session(self, session_id: str, reason: str, *, at: datetime) -> SessionRecord:
@@ -300,12 +294,19 @@ class SQLiteBackend(ClosesOnExit):
 
     @guarded
     def append_messages(
-        self, session_id: str, messages: Sequence[Message], *, touch_at: datetime | None = None
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
     ) -> AppendResult:
         """Append atomically and idempotently by platform message id; one transaction."""
 
         def work(connection: sqlite3.Connection) -> AppendResult:
             stored = messages_sql.append(connection, None, session_id, messages, fts=self._fts)
+            if usage is not None and not stored.duplicate:
+                _update(connection, session_id, usage.values(), usage.increments())
             if touch_at is not None and not stored.duplicate:
                 entries_sql.touch_session(connection, session_id, touch_at)
             return stored
@@ -472,3 +473,17 @@ class SQLiteBackend(ClosesOnExit):
         An empty list means healthy. Reads everything: time in proportion to the database.
         """
         return self._read(lambda c: schema.integrity_problems(c, fts=self._fts))
+
+
+def _update(
+    connection: sqlite3.Connection,
+    session_id: str,
+    changes: Mapping[str, Any],
+    amounts: Mapping[str, int | float],
+) -> SessionRecord:
+    """Set fields and add to counters of one session, inside the caller's transaction."""
+    current = sessions_sql.existing(connection, session_id)
+    updated = apply_update(current, changes, amounts)
+    if changes or amounts:
+        sessions_sql.update(connection, updated, [*changes, *amounts])
+    return updated
