@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from hermes_sessions.text import (
     MAX_QUERY_LENGTH,
+    _tokens,
     _width,
     fold_width,
     index_tokens,
@@ -283,3 +284,26 @@ def test_offsets_map_back_into_the_original(plain, choices, data):
     assert match_spans(query, wide) == [(starts[start], starts[end]) for start, end in spans]
     for start, end in spans:
         assert fold_width(wide[starts[start] : starts[end]]) == plain[start:end]
+
+
+@pytest.mark.parametrize(
+    ("text", "version_one"),
+    [  # as the library before width folding tokenized them (recorded from that version)
+        ("ＡＰＩ ｶﾞｲﾄﾞ", ["ａｐｉ", "ｶﾞ", "ﾞｲ", "ｲﾄ", "ﾄﾞ", "ﾞ"]),
+        (
+            "ｄｏｃｋｅｒ＋ｈｅｌｍ\u3000１～３",
+            ["ｄｏｃｋｅｒ", "＋", "ｈｅｌｍ", "１", "～", "３"],
+        ),
+    ],
+)
+def test_the_unfolded_stream_is_version_one(text, version_one):
+    """Without the fold the tokenizer gives the version-1 stream, which old-store tests rebuild."""
+    assert _tokens.folded_index_tokens(text) == version_one
+    assert index_tokens(text) != version_one
+
+
+def test_full_width_punctuation_alone_keeps_the_version_one_stream():
+    """Text whose only variants are punctuation has the same tokens in both versions."""
+    text = "plain 飞书，机器。"
+    expected = ["plain", "飞书", "书", "机器", "器"]
+    assert _tokens.folded_index_tokens(text) == index_tokens(text) == expected
