@@ -19,6 +19,7 @@ from sqlite_helpers import (
 
 import hermes_sessions
 from hermes_sessions.backends import SQLiteBackend
+from hermes_sessions.backends.sqlite import _schema as schema
 from hermes_sessions.protocols import ReindexProgress, SupportsReindex
 from hermes_sessions.testing._support import say, seed
 from hermes_sessions.text import TOKENS_VERSION
@@ -162,4 +163,21 @@ def test_a_reindex_killed_inside_a_batch_resumes_where_it_stopped(db_path):
         assert backend.reindex(progress=reports.append, batch_size=100) == 100
         assert [(r.done, r.total) for r in reports] == [(300, 300), (300, 300)]
         assert backend.integrity_check() == []
+    assert fts_rowids(db_path, '"api"') == [1, 3]
+
+
+def test_without_fts5_there_is_nothing_to_reindex(db_path, monkeypatch):
+    """A build without FTS5 scans anyway; the next FTS5 open rebuilds the index, current."""
+    old_store(db_path, *WIDE)
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "fts5_available", lambda _connection: False)
+        with pytest.warns(RuntimeWarning, match="no FTS5") as warned:
+            backend = SQLiteBackend(db_path)
+        with backend:
+            assert not backend.reindex_needed()
+            assert backend.reindex() == 0
+            assert found(backend, "ガイド") == ["ＡＰＩ ｶﾞｲﾄﾞ"]
+        assert len(warned) == 1
+    with SQLiteBackend(db_path) as backend:  # rebuilt whole on open: no re-index warning
+        assert not backend.reindex_needed()
     assert fts_rowids(db_path, '"api"') == [1, 3]
