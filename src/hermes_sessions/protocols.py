@@ -11,8 +11,9 @@ A backend is two layers with different lifetimes plus one write that spans both:
   resets, ``/new``, resume, branch and compression.
 
 Optional abilities are separate protocols, checked with ``isinstance``: searching
-(:class:`SupportsSearch`; :class:`SearchableBackend` is a backend that has it) and scrubbing
-deleted text out of the files (:class:`SupportsScrub`). ``hermes_sessions.testing``
+(:class:`SupportsSearch`; :class:`SearchableBackend` is a backend that has it), scrubbing
+deleted text out of the files (:class:`SupportsScrub`) and rewriting a stored search index made
+by an older token stream (:class:`SupportsReindex`). ``hermes_sessions.testing``
 holds the conformance suite that states these contracts as tests; ``docs/backends.md`` shows how
 to write a backend against it.
 
@@ -33,7 +34,7 @@ import attrs
 from hermes_sessions.models import AppendResult, EndReason, Message, SessionEntry, SessionRecord
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from types import TracebackType
 
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -44,9 +45,11 @@ __all__ = [
     "Capabilities",
     "Clock",
     "EntryWrite",
+    "ReindexProgress",
     "RotationPlan",
     "RoutingIndex",
     "SearchableBackend",
+    "SupportsReindex",
     "SupportsScrub",
     "SupportsSearch",
     "TranscriptStore",
@@ -383,6 +386,52 @@ class SupportsScrub(Protocol):
 
     def scrub(self) -> None:
         """Remove the remains of deleted data from the files."""
+        ...
+
+
+@attrs.frozen
+class ReindexProgress:
+    """How far :meth:`SupportsReindex.reindex` has come, reported after every batch.
+
+    .. versionadded:: 0.1.0
+    """
+
+    done: int
+    """Messages whose index rows hold the current token stream (earlier runs included)."""
+    total: int
+    """Messages in the store as far as the re-index knows (it grows if messages arrive)."""
+
+
+@runtime_checkable
+class SupportsReindex(Protocol):
+    """Optional ability: bring a stored search index up to the current token stream.
+
+    A backend that stores :func:`~hermes_sessions.text.index_tokens` (SQLite's FTS5 table,
+    PostgreSQL's ``tsvector`` rows) records :data:`~hermes_sessions.text.TOKENS_VERSION`
+    beside them. While the recorded version is an older one, searches stay exact (the backend
+    checks messages with the shared matcher, which is slower) and :meth:`reindex_needed` is
+    true. :meth:`reindex` rewrites the rows in batches, each its own transaction, and records
+    how far it got: killed at any point, the next call resumes there; other readers and writers
+    keep working meanwhile. Backends that index in memory (in-memory, JSONL) need none of this.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def reindex_needed(self) -> bool:
+        """Whether stored index rows may hold an older token stream (searches are slower)."""
+        ...
+
+    def reindex(
+        self,
+        *,
+        progress: Callable[[ReindexProgress], None] | None = None,
+        batch_size: int = 500,
+    ) -> int:
+        """Rewrite the index rows not yet current; return how many messages this call rewrote.
+
+        ``progress`` is called after every batch of ``batch_size`` messages and once at the end
+        (with ``done == total``). Returns 0 at once when nothing needs rewriting.
+        """
         ...
 
 

@@ -44,6 +44,36 @@ BROKEN = {
         "latin",
         ["test_latin_terms_match_whole_tokens"],
     ),
+    "nfkc-folded-query": (
+        """
+        def search(self, query):
+            import unicodedata
+            folded = unicodedata.normalize("NFKC", query.text)
+            return super().search(attrs.evolve(query, text=folded))
+        """,
+        "only_width",
+        ["test_only_width_is_folded"],
+    ),
+    "spans-of-the-folded-text": (
+        """
+        def search(self, query):
+            from hermes_sessions import text
+            parsed = text.parse_query(query.text)
+            return [
+                attrs.evolve(
+                    hit,
+                    spans=tuple(
+                        text.match_spans(
+                            parsed, text.fold_width(text.searchable_text(hit.message))
+                        )
+                    ),
+                )
+                for hit in super().search(query)
+            ]
+        """,
+        "original_text",
+        ["test_offsets_refer_to_the_original_text"],
+    ),
 }
 
 

@@ -62,7 +62,7 @@ def test_hosts_starting_at_once_migrate_once(tmp_path):
         barrier = manager.Barrier(4)
         with context.Pool(4) as workers:
             applied = workers.starmap(_open_and_report, [(tmp_path, barrier)] * 4)
-    assert sorted(applied) == [0, 0, 0, schema.SCHEMA_VERSION]
+    assert sum(applied) == schema.SCHEMA_VERSION  # each migration by one of them
     rows = raw(
         "SELECT version FROM {s}.schema_migrations ORDER BY version",
         schema_name=schema_for(tmp_path),

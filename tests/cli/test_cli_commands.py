@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 
+from hermes_sessions import Message, SessionSource, SessionStore
 from hermes_sessions.cli import main
 from hermes_sessions.cli._output import display_width, fit, parse_duration, table
 
@@ -106,3 +108,32 @@ def test_tables_count_cjk_double():
     lines = table(["ID", "TITLE"], [["s1", "很长的标题" * 10]], width=30).splitlines()
     assert all(display_width(line) <= 30 for line in lines)
     assert parse_duration("1w2d").days == 9
+
+
+def test_reindex_rewrites_an_older_index_once(capsys, tmp_path):
+    """The reindex command rewrites an index an older version wrote; check names it till then."""
+    home = tmp_path / "h"
+    with SessionStore.open(home) as store:
+        session_id = store.get_or_create(SessionSource(platform="cli", chat_id="me")).session_id
+        store.append(session_id, Message(role="user", content="ＡＰＩ ｶﾞｲﾄﾞ"))
+        store.append(session_id, Message(role="user", content="api guide"))
+    connection = sqlite3.connect(home / "state.db", isolation_level=None)
+    connection.execute("UPDATE meta SET value = '1' WHERE name = 'tokens_version'")
+    connection.close()
+    with pytest.warns(RuntimeWarning, match="reindex"):
+        code, out, _ = run(capsys, "--home", home, "check")
+    assert code == 1
+    assert "hermes-sessions reindex" in out
+    code, out, err = run(capsys, "--home", home, "reindex", "--batch-size", "1", "--json")
+    assert (code, json.loads(out), err) == (0, {"reindexed": 2, "needed": True}, "")
+    code, out, _ = run(capsys, "--home", home, "reindex")
+    assert (code, out) == (0, "the search index is current: nothing to re-index\n")
+    assert run(capsys, "--home", home, "check")[0] == 0
+
+
+def test_reindex_on_a_jsonl_home_has_nothing_to_do(capsys, tmp_path):
+    """A JSONL store indexes in memory when it opens, so there is never anything to rewrite."""
+    home = tmp_path / "j"
+    SessionStore.open(home, backend="jsonl").close()
+    code, out, _ = run(capsys, "--home", home, "reindex", "--json")
+    assert (code, json.loads(out)) == (0, {"reindexed": 0, "needed": False})

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -123,6 +124,10 @@ def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per 
     optimize.add_argument(
         "--scrub", action="store_true", help="also remove the remains of deleted data (erasure)"
     )
+    reindex = _command(commands, "reindex", "rewrite a search index an older version wrote")
+    reindex.add_argument(
+        "--batch-size", type=_positive, default=500, help="messages per transaction (500)"
+    )
     memory = _command(commands, "memory", "show or edit the memory files")
     memory.add_argument("action", choices=("show", "add", "remove"))
     memory.add_argument("target", nargs="?", choices=("memory", "user"))
@@ -158,6 +163,7 @@ def _handlers() -> dict[str, Callable[[SessionStore, argparse.Namespace, TextIO]
         "import": _manage.cmd_import,
         "import-hermes": _manage.cmd_import_hermes,
         "optimize": _manage.cmd_optimize,
+        "reindex": _manage.cmd_reindex,
     }
 
 
@@ -185,7 +191,11 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(f"no memory files in {args.home / 'memories'}")
         return cmd_memory(args, sys.stdout)
     read_only = args.command in _READ_ONLY
-    with open_store(args.home, args.backend, create=not read_only) as store:
+    with warnings.catch_warnings():
+        if args.command == "reindex":  # the warning says to run this very command
+            warnings.filterwarnings("ignore", "the search index of", RuntimeWarning)
+        store = open_store(args.home, args.backend, create=not read_only)
+    with store:
         return _handlers()[args.command](store, args, sys.stdout)
 
 

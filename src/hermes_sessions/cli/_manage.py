@@ -1,6 +1,7 @@
 """The commands that change a store or the memory files.
 
-rename, archive, delete, prune, erase-user, export, import, import-hermes, optimize, memory.
+rename, archive, delete, prune, erase-user, export, import, import-hermes, optimize, reindex,
+memory.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "cmd_memory",
     "cmd_optimize",
     "cmd_prune",
+    "cmd_reindex",
     "cmd_rename",
     "memory_store",
 ]
@@ -199,6 +201,30 @@ def cmd_optimize(store: SessionStore, args: argparse.Namespace, out: TextIO) -> 
             done.append(name)
     text = f"done: {', '.join(done)}" if done else "this backend needs no maintenance"
     return _done(args, out, {"ran": done}, text)
+
+
+def cmd_reindex(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+    """Rewrite a search index an older version wrote (resumable: run it again after a stop)."""
+    from hermes_sessions.protocols import ReindexProgress, SupportsReindex  # noqa: PLC0415
+
+    backend = store.backend
+    if not isinstance(backend, SupportsReindex):
+        text = "this backend builds its search index in memory when it opens: nothing to re-index"
+        return _done(args, out, {"reindexed": 0, "needed": False}, text)
+    needed = backend.reindex_needed()
+    printer = progress_printer("re-indexing")
+
+    def progress(step: ReindexProgress) -> None:
+        if printer is not None:
+            printer(step.done, step.total)
+
+    count = backend.reindex(progress=progress, batch_size=args.batch_size)
+    text = (
+        f"re-indexed {count} message(s); the search index is current"
+        if needed
+        else "the search index is current: nothing to re-index"
+    )
+    return _done(args, out, {"reindexed": count, "needed": needed}, text)
 
 
 def cmd_memory(args: argparse.Namespace, out: TextIO) -> int:

@@ -4,20 +4,43 @@ Every backend (in-memory, JSONL, SQLite FTS5, PostgreSQL) tokenizes with :func:`
 parses with :func:`parse_query` and, where it cannot translate a query exactly, checks candidates
 with :meth:`Query.matches`, so all backends agree on what a query matches.
 
+Width folding
+-------------
+Text and queries are *width-folded* first (:func:`fold_width`), and only width is folded:
+
+* the full-width forms U+FF01 to U+FF5E become ASCII ``!`` to ``~`` (``ＡＰＩ`` is ``API``, ``２``
+  is ``2``, ``＃`` is ``#``, ``～`` is ``~``) and the ideographic space U+3000 a space;
+* half-width katakana U+FF61 to U+FF9D (the half-width ``｡ ｢ ｣ ､ ･`` included) become their
+  full-width forms, and a half-width voiced or semi-voiced mark (``ﾞ`` U+FF9E, ``ﾟ`` U+FF9F)
+  composes with the kana before it (``ｶﾞ`` → ``ガ``, ``ﾊﾟ`` → ``パ``, ``ｳﾞ`` → ``ヴ``); where
+  Unicode has no composed character (``ｱﾞ``, or a mark with nothing before it) it becomes the
+  spacing mark ``゛``/``゜``;
+* nothing else: no general NFKC (``①``, ``²``, ``㍿``, half-width Hangul and ``￥`` stay what they
+  are), ligatures such as ``ﬁ`` follow case folding (``str.casefold`` makes it ``fi``), and
+  still no accent folding.
+
+Folding a folded text changes nothing. The query is folded before it is parsed, so ``ＡＮＤ``,
+``ＯＲ``, ``ＮＯＴ``, ``－x``, ``＂a phrase＂`` and ``dock＊`` act as their ASCII forms. Offsets
+(:class:`Token`, :func:`match_spans`, :class:`Snippet`) always refer to the original text:
+``ｶﾞ`` is one unit ``ガ`` spanning two characters. Changing these rules changes the stream:
+:data:`TOKENS_VERSION` says which one a stored index holds.
+
 Tokens
 ------
 The *index token stream* of a text is what the matcher works on and what SQL backends store,
-space-joined, in an FTS5 table with the ``ascii`` tokenizer. Tokens never contain ASCII
-punctuation, whitespace or upper-case letters, so FTS5 sees exactly these tokens.
+space-joined, in an FTS5 table with the ``ascii`` tokenizer. It is the stream of the
+width-folded text. Tokens never contain ASCII punctuation, whitespace or upper-case letters, so
+FTS5 sees exactly these tokens.
 
 * **Words**: maximal runs of Unicode letters, digits and combining marks that are not CJK,
   case-folded (``str.casefold``) and NFC-normalised per token; no accent folding (``café`` is
-  not ``cafe``) and no width folding (full-width Latin letters are not ASCII letters). ``_``
+  not ``cafe``); full-width letters are ASCII letters after width folding. ``_``
   separates (``sp_new1`` → ``sp new1``), as does all other punctuation. Control, format and
   zero-width characters (ZWSP, ZWJ, ZWNJ, soft hyphen, BOM, bidi controls) separate like spaces.
 * **CJK** characters are Han (all blocks, extensions, compatibility ideographs, radicals),
-  ``々 〆``, the ideographic zero, Hiragana, Katakana (half-width and phonetic extensions too,
-  ``ー`` included, the middle dot ``・`` being punctuation) and Hangul (syllables and all jamo).
+  ``々 〆``, the ideographic zero, Hiragana, Katakana (phonetic extensions too, ``ー``
+  included, the middle dot ``・`` being punctuation; half-width katakana is folded first) and
+  Hangul (syllables and all jamo, half-width jamo too).
   **Symbols** (every non-ASCII character of Unicode category ``S*`` — emoji, ``™``, ``©``,
   ``→`` — and private-use or unassigned code points) are treated exactly like CJK characters and
   join CJK runs: ``飞书🚀`` is one run. ASCII symbols (``$ + < = > ^ | ~``) are punctuation.
@@ -43,8 +66,8 @@ not contain the phrase ``"docker redis"``, while ``docker-compose`` does contain
 
 Queries
 -------
-The query is cut to :data:`MAX_QUERY_LENGTH` characters (a word cut there counts as written);
-spaces, controls and format characters separate *words*.
+The query is cut to :data:`MAX_QUERY_LENGTH` characters (a word cut there counts as written),
+then width-folded; spaces, controls and format characters separate *words*.
 
 * Words separated by spaces (or by upper-case ``AND``) must all match. Upper-case ``OR`` between
   two words makes them alternatives and binds tighter: ``a b OR c`` is ``a AND (b OR c)``.
@@ -92,15 +115,25 @@ over index tokens; :class:`SearchIndex` is the inverted index of the in-memory a
 backends. :func:`make_snippet` cuts about 40 tokens of the *original* text around the best match
 and reports the match offsets; :func:`searchable_text` is what gets indexed for a message.
 
-Modules: ``_tokens`` (the stream), ``_query`` (parser, normal form, matcher), ``_ranking`` (BM25
-and :class:`SearchIndex`), ``_snippets`` and ``_searchable``. Backends use only the names in
-``__all__`` below, never the private modules.
+Stored streams
+--------------
+A backend that stores the stream (SQLite's FTS5 table, PostgreSQL's ``tsvector`` rows) records
+:data:`TOKENS_VERSION` beside it. When the stored version differs, the stored tokens are not
+what :func:`index_tokens` gives today: the backend must still answer every search exactly (SQLite
+and PostgreSQL check candidates with :meth:`Query.matches` on the messages' text) until its
+``reindex()`` has rewritten the rows; ``docs/search.md`` describes the migration.
+
+Modules: ``_width`` (width folding), ``_tokens`` (the stream), ``_query`` (parser, normal form,
+matcher), ``_ranking`` (BM25 and :class:`SearchIndex`), ``_snippets`` and ``_searchable``.
+Backends use only the names in ``__all__`` below, never the private modules.
 
 The stream depends on the Unicode database of the running Python (case folding, categories):
 re-index after a Python upgrade that changes the Unicode version.
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 from hermes_sessions.text._query import (
     MAX_QUERY_LENGTH,
@@ -117,12 +150,23 @@ from hermes_sessions.text._ranking import BM25_B, BM25_K1, SearchIndex, bm25_sco
 from hermes_sessions.text._searchable import searchable_text
 from hermes_sessions.text._snippets import Snippet, make_snippet
 from hermes_sessions.text._tokens import Token, TokenKind, index_tokens, tokenize
+from hermes_sessions.text._width import fold_width
+
+TOKENS_VERSION: Final = 2
+"""The version of the index token stream (:func:`index_tokens`), for backends that store it.
+
+1: the stream before width folding; 2: width folding (see above). A store whose recorded version
+differs from this one needs a re-index.
+
+.. versionadded:: 0.1.0
+"""
 
 __all__ = [
     "BM25_B",
     "BM25_K1",
     "MAX_QUERY_LENGTH",
     "MAX_QUERY_PHRASES",
+    "TOKENS_VERSION",
     "Clause",
     "Document",
     "Phrase",
@@ -133,6 +177,7 @@ __all__ = [
     "TokenKind",
     "TokenPattern",
     "bm25_score",
+    "fold_width",
     "index_tokens",
     "make_snippet",
     "match_spans",

@@ -22,6 +22,7 @@ from hermes_sessions.text._tokens import (
     scan,
     stream,
 )
+from hermes_sessions.text._width import fold_width
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -356,8 +357,8 @@ def _chunk_phrases(chunk: str) -> list[Phrase]:
 
 
 def _clean(text: str) -> str:
-    """Cut the query to its maximum length and turn every space-like character into a space."""
-    text = text[:MAX_QUERY_LENGTH]
+    """Cut the query to its maximum length, fold its width, turn space-likes into spaces."""
+    text = fold_width(text[:MAX_QUERY_LENGTH])
     if text.isascii():
         return _ASCII_SPACES.sub(" ", text)
     return "".join(" " if _is_space(char) else char for char in text)

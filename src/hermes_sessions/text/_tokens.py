@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Final, Literal, NamedTuple, TypeAlias
 
 import attrs
 
+from hermes_sessions.text._width import fold_for_tokens
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -353,7 +355,7 @@ def run_tokens(units: list[str]) -> list[str]:
 
 
 def index_tokens(text: str) -> list[str]:
-    """Return the canonical index token stream of ``text``.
+    """Return the canonical index token stream of ``text`` (width-folded first).
 
     SQL backends store ``" ".join(index_tokens(text))`` in an FTS5 table with the ``ascii``
     tokenizer: tokens never contain ASCII punctuation, spaces or upper-case letters.
@@ -365,6 +367,15 @@ def index_tokens(text: str) -> list[str]:
     """
     if text.isascii():
         return _ASCII_WORD.findall(text.lower())
+    return folded_index_tokens(fold_for_tokens(text)[0])
+
+
+def folded_index_tokens(text: str) -> list[str]:
+    """The index tokens of a text that is width-folded already.
+
+    On text that is not, this is the stream of :data:`~hermes_sessions.text.TOKENS_VERSION` 1
+    (before width folding), which the tests use to build stores an older version wrote.
+    """
     tokens: list[str] = []
     for needs_scanner, start, end in _segments(text):
         if needs_scanner:
@@ -417,7 +428,7 @@ class Stream(NamedTuple):
 
 
 def stream(text: str) -> Stream:
-    """Tokenize ``text`` into a :class:`Stream` (the index stream with offsets)."""
+    """Tokenize ``text`` into a :class:`Stream` (the index stream with offsets into ``text``)."""
     result = Stream([], [], [], [])
     tokens, starts, ends, cjk = result
     if text.isascii():
@@ -427,6 +438,19 @@ def stream(text: str) -> Stream:
             ends.append(match.end())
         cjk.extend([False] * len(tokens))
         return result
+    folded, merged = fold_for_tokens(text)
+    _folded_stream(result, folded)
+    if merged:  # a composed voiced mark: folded offsets → offsets into the original
+        gone = set(merged)
+        origins = [index for index in range(len(text) + 1) if index not in gone]
+        starts[:] = [origins[start] for start in starts]
+        ends[:] = [origins[end] for end in ends]
+    return result
+
+
+def _folded_stream(result: Stream, text: str) -> None:
+    """Add the stream of a width-folded ``text`` to ``result``."""
+    tokens, starts, ends, cjk = result
     for needs_scanner, start, end in _segments(text):
         if needs_scanner:
             for piece in _Scanner(text).scan(start, end):
@@ -459,7 +483,6 @@ def stream(text: str) -> Stream:
                 starts.append(first)
                 ends.append(last)
                 cjk.append(False)
-    return result
 
 
 def _add_selected_run(result: Stream, run: str, first: int) -> None:
@@ -491,6 +514,8 @@ def tokenize(text: str) -> list[Token]:
     """Return the index token stream of ``text`` with offsets into the original text.
 
     The token texts are exactly :func:`index_tokens`; a CJK bigram's offsets cover both units.
+    Offsets are into ``text`` as given, also where width folding changed it (``ｶﾞ`` is one unit
+    ``ガ`` spanning two characters).
 
     >>> [(t.text, t.start, t.end) for t in tokenize("修改youer服务")]
     [('修改', 0, 2), ('改', 1, 2), ('youer', 2, 7), ('服务', 7, 9), ('务', 8, 9)]

@@ -40,17 +40,25 @@ def test_newer_schema_is_refused(db_path):
 
 
 def test_migrating_an_older_database_keeps_its_data(db_path):
-    """A database at version 1 is migrated on open; its messages stay searchable by time."""
+    """A database at version 1 is migrated on open; its messages stay searchable by time.
+
+    Its search index predates the recorded token version, so it asks for a re-index, and
+    searches by time work before and after it (the scan, then FTS5 with the time blocks).
+    """
     with SQLiteBackend(db_path) as backend:
         seed(backend, "s1", None, *(say(f"fig {n}", timestamp=minutes(n)) for n in range(3)))
     connection = raw(db_path)
     connection.execute("DROP TABLE message_blocks")
     connection.execute("DROP TABLE meta")
-    connection.execute("DELETE FROM schema_migrations WHERE version = 2")
+    connection.execute("DELETE FROM schema_migrations WHERE version >= 2")
     connection.close()
-    with SQLiteBackend(db_path) as backend:
-        newest = backend.search(SearchQuery(text="fig", order="newest", limit=1))
-        assert [hit.message.content for hit in newest] == ["fig 2"]
+    with pytest.warns(RuntimeWarning, match="reindex"):
+        backend = SQLiteBackend(db_path)
+    with backend:
+        for _ in range(2):
+            newest = backend.search(SearchQuery(text="fig", order="newest", limit=1))
+            assert [hit.message.content for hit in newest] == ["fig 2"]
+            backend.reindex()
         assert backend.integrity_check() == []
 
 

@@ -4,18 +4,20 @@ Sessions, messages, their search rows, the routing index and leases live in one 
 rotation, an append with its search rows and its activity, or a compare-and-swap is one
 transaction. ``docs/postgres.md`` describes deployment (DSN, pool size, schema, poolers), the
 concurrency model and what was measured. The pool and retries are in ``_pool``, the schema and
-migrations in ``_schema``, SQL in the statement modules, row conversions in ``_rows`` and search
-in ``_search``.
+migrations in ``_schema``, SQL in the statement modules, row conversions in ``_rows``, search
+in ``_search`` and re-indexing in ``_reindex``.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from hermes_sessions.backends.postgres import _messages as writes
+from hermes_sessions.backends.postgres import _reindex
 from hermes_sessions.backends.postgres import _schema as schema
 from hermes_sessions.backends.postgres import _statements as statements
 from hermes_sessions.backends.postgres._pool import Connections, guarded
@@ -32,6 +34,7 @@ from hermes_sessions.backends.postgres._rows import (
     record_values,
 )
 from hermes_sessions.backends.postgres._search import search as run_search
+from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
 from hermes_sessions.backends.rules import apply_update, check_update, missing_session
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import StorageError
@@ -39,13 +42,13 @@ from hermes_sessions.protocols import Capabilities
 from hermes_sessions.queries import SessionPage, SessionSummary, encode_cursor
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
     import psycopg
 
     from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
-    from hermes_sessions.protocols import RotationPlan
+    from hermes_sessions.protocols import ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
     from hermes_sessions.usage import Usage
 
@@ -77,11 +80,16 @@ class PostgresBackend(Connections, ClosesOnExit):
 
     migrations_applied: int = attrs.field(default=0, init=False)
     """How many migrations opening this backend applied (0 when another host already had)."""
+    # Whether the message_text rows are known to hold the current token stream (stays true).
+    _tokens_current: bool = attrs.field(default=True, init=False)
 
     def __attrs_post_init__(self) -> None:
         try:
             self._open_pool()
             self.migrations_applied = schema.migrate(self)
+            self._tokens_current = self._run(
+                lambda c: _reindex.tokens_current(self, c), write=False
+            ) or self._run(lambda c: _reindex.settle(self, c))
         except BaseException as error:
             self.close()
             if isinstance(error, StorageError):
@@ -91,6 +99,14 @@ class PostgresBackend(Connections, ClosesOnExit):
             if isinstance(error, psycopg.Error):
                 raise StorageError(f"cannot open {self.describe()}: {error}") from error
             raise
+        if not self._tokens_current:
+            warnings.warn(
+                f"the search index of {self.describe()} was written by an older version of "
+                "hermes-sessions: searches stay exact but scan every message until reindex() "
+                "has rewritten it",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     @classmethod
     def from_env(cls, dsn: str | None = None, **options: Any) -> PostgresBackend:
@@ -412,6 +428,44 @@ class PostgresBackend(Connections, ClosesOnExit):
         """Search the ``tsvector`` index (see ``_search``), in one repeatable-read snapshot."""
 
         def work(connection: psycopg.Connection[Any]) -> list[SearchHit]:
-            return run_search(self, connection, query)
+            current = self._current_tokens(connection)
+            return run_search(self, connection, query, current=current)
 
         return self._run(work)
+
+    def _current_tokens(self, connection: psycopg.Connection[Any]) -> bool:
+        """Whether the search rows hold the current stream (read again until they do)."""
+        if not self._tokens_current and _reindex.tokens_current(self, connection):
+            self._tokens_current = True  # a re-index finished, on this host or another
+        return self._tokens_current
+
+    # -- re-indexing -------------------------------------------------------------------------------
+
+    @guarded
+    def reindex_needed(self) -> bool:
+        """Whether the search rows may hold an older token stream (searches scan meanwhile)."""
+        return not self._run(self._current_tokens, write=False)
+
+    @guarded
+    def reindex(
+        self,
+        *,
+        progress: Callable[[ReindexProgress], None] | None = None,
+        batch_size: int = 500,
+    ) -> int:
+        """Rewrite the search rows of an older token stream; return how many messages it rewrote.
+
+        Resumable: each batch of ``batch_size`` messages is one transaction that also records
+        how far the re-index got, so after a crash, a kill or a lost connection the next call
+        (on any host) continues there; hosts keep reading and writing meanwhile, and writes to
+        the sessions of a batch wait for it. ``progress`` is called after every batch and at
+        the end. Returns 0 at once when the rows are current.
+        """
+        size = check_batch_size(batch_size)
+        rewritten = run_reindex(
+            lambda: self._run(lambda c: _reindex.batch(self, c, size)),
+            lambda: self._run(lambda c: _reindex.counts(self, c)),
+            progress,
+        )
+        self._tokens_current = True
+        return rewritten

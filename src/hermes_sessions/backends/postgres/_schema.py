@@ -118,6 +118,14 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             expires_at timestamptz NOT NULL
         )""",
     ),
+    # 2 — named values about the schema's data. ``tokens_version`` is the token stream
+    # (text.TOKENS_VERSION) of the message_text rows: rows written before this migration hold
+    # version 1 (no width folding); searches stay exact, slower, until reindex() rewrote them
+    # (``reindexed_through`` marks its progress). Older libraries refuse the schema from here on.
+    (
+        "CREATE TABLE {s}.meta (name text PRIMARY KEY, value text NOT NULL)",
+        "INSERT INTO {s}.meta (name, value) VALUES ('tokens_version', '1')",
+    ),
 )
 """Migration ``n`` is ``MIGRATIONS[n - 1]``; append new ones, never edit applied ones."""
 

@@ -42,7 +42,7 @@ from hermes_sessions.backends.postgres._rows import (
     record_from_row,
     visibility_sql,
 )
-from hermes_sessions.backends.rules import make_hit
+from hermes_sessions.backends.rules import make_hit, rank_hits
 
 if TYPE_CHECKING:
     import psycopg
@@ -269,12 +269,22 @@ def _recheck(
 
 
 def search(
-    pool: Connections, connection: psycopg.Connection[Any], query: SearchQuery
+    pool: Connections,
+    connection: psycopg.Connection[Any],
+    query: SearchQuery,
+    *,
+    current: bool = True,
 ) -> list[SearchHit]:
-    """Run ``query`` (one consistent read on ``connection``)."""
+    """Run ``query`` (one consistent read on ``connection``).
+
+    Unless the ``message_text`` rows hold the ``current`` token stream, every message passing
+    the filters is checked with the shared matcher instead (exact, slower: until a re-index).
+    """
     parsed = text.parse_query(query.text)
     if parsed.is_empty:
         return []
+    if not current:
+        return _scan(pool, connection, query, parsed)
     sql, params = _candidates_sql(pool, query, parsed)
     need = None if query.limit is None else query.offset + query.limit
     fetch = need
@@ -321,3 +331,27 @@ def _hits(
         message, record = loaded[seq, message_id]
         hits.append(make_hit(message, record, score, parsed))
     return hits
+
+
+def _scan(
+    pool: Connections, connection: psycopg.Connection[Any], query: SearchQuery, parsed: text.Query
+) -> list[SearchHit]:
+    """Search without the index: the shared matcher and BM25 over every filtered message."""
+    params: list[Any] = []
+    where = _filters(query, params)
+    sql = (
+        f"SELECT m.session_seq, m.id, m.active, m.body, {SESSION_COLUMNS} "
+        "FROM {s}.messages AS m JOIN {s}.sessions AS s ON s.seq = m.session_seq"
+    )
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    index = text.SearchIndex()
+    messages: list[Message] = []
+    records: dict[str, SessionRecord] = {}
+    for row in connection.execute(pool.q(sql), params):
+        record = record_from_row(row[4:])
+        record = records.setdefault(record.id, record)
+        messages.append(message_from_row(row[1:4], record.id))
+        index.add(len(messages) - 1, text.searchable_text(messages[-1]))
+    scored = [(messages[doc], score) for doc, score in index.search(parsed)]
+    return rank_hits(scored, query, parsed, records.__getitem__)

@@ -8,6 +8,7 @@ Modules:
 * ``_sessions``, ``_entries``, ``_messages``, ``_leases``, ``_search`` — the SQL of each table
   (``_clauses``: the conditions they share), and ``_plan``, the rotation across them;
 * ``_schema`` — migrations, the FTS5 table, integrity checks and upkeep;
+* ``_reindex`` — the resumable batches that rewrite FTS5 rows of an older token stream;
 * ``_rows`` — rows to models and back (no SQL).
 """
 

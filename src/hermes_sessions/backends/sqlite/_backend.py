@@ -8,7 +8,8 @@ model, maintenance and search internals.
 This class holds the options and composes the rest: its :class:`~._connections.Connections`
 run every call in a transaction (retried while the database is busy); the statements of each
 table live in ``_sessions``, ``_entries``, ``_messages``, ``_leases`` and ``_search``, the
-rotation in ``_plan``, the schema, migrations and upkeep in ``_schema``.
+rotation in ``_plan``, the schema, migrations and upkeep in ``_schema``, re-indexing in
+``_reindex``.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
 import attrs
 
 from hermes_sessions import options
+from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
 from hermes_sessions.backends.rules import apply_update, check_update
 from hermes_sessions.backends.sqlite import _entries as entries_sql
 from hermes_sessions.backends.sqlite import _leases as leases_sql
 from hermes_sessions.backends.sqlite import _messages as messages_sql
 from hermes_sessions.backends.sqlite import _plan as plan_sql
+from hermes_sessions.backends.sqlite import _reindex as reindex_sql
 from hermes_sessions.backends.sqlite import _schema as schema
 from hermes_sessions.backends.sqlite import _search as search_sql
 from hermes_sessions.backends.sqlite import _sessions as sessions_sql
@@ -47,7 +50,7 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
     from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
-    from hermes_sessions.protocols import RotationPlan
+    from hermes_sessions.protocols import ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
     from hermes_sessions.usage import Usage
 
@@ -121,6 +124,8 @@ class SQLiteBackend(ClosesOnExit):
     """Whether deleted content is overwritten with zeros."""
     _connections: Connections = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
     _fts: bool = attrs.field(default=True, init=False, on_setattr=attrs.setters.NO_OP)
+    # Whether the FTS5 rows are known to hold the current token stream; once true, it stays so.
+    _tokens_current: bool = attrs.field(default=True, init=False, on_setattr=attrs.setters.NO_OP)
 
     def __attrs_post_init__(self) -> None:
         self._connections = Connections(
@@ -166,6 +171,17 @@ class SQLiteBackend(ClosesOnExit):
         if self._fts:
             if schema.fts_state(connection) != "ready":
                 run(schema.build_index, write=True)
+            self._tokens_current = run(
+                schema.tokens_current, write=False, transaction=False
+            ) or run(reindex_sql.settle, write=True)
+            if not self._tokens_current:
+                warnings.warn(
+                    f"the search index of {self.path} was written by an older version of "
+                    "hermes-sessions: searches stay exact but scan every message until "
+                    "reindex() (or `hermes-sessions reindex`) has rewritten it",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
         else:
             warnings.warn(
                 f"this Python's SQLite has no FTS5: {self.path} keeps working, but search "
@@ -400,8 +416,19 @@ class SQLiteBackend(ClosesOnExit):
 
     @guarded
     def search(self, query: SearchQuery) -> list[SearchHit]:
-        """Search with FTS5 (or the shared matcher when this build has no FTS5)."""
-        return self._read(lambda c: search_sql.search(c, query, fts=self._fts))
+        """Search with FTS5 (or the shared matcher without FTS5 or before a re-index)."""
+
+        def work(connection: sqlite3.Connection) -> list[SearchHit]:
+            fts = self._fts and self._current_tokens(connection)
+            return search_sql.search(connection, query, fts=fts)
+
+        return self._read(work)
+
+    def _current_tokens(self, connection: sqlite3.Connection) -> bool:
+        """Whether the FTS5 rows hold the current stream (read again until they do)."""
+        if not self._tokens_current and schema.tokens_current(connection):
+            self._tokens_current = True  # a re-index finished, here or in another process
+        return self._tokens_current
 
     # -- maintenance -------------------------------------------------------------------------------
 
@@ -465,6 +492,38 @@ class SQLiteBackend(ClosesOnExit):
             return schema.build_index(connection)
 
         return self._write(work)
+
+    @guarded
+    def reindex_needed(self) -> bool:
+        """Whether the FTS5 rows may hold an older token stream (searches scan meanwhile)."""
+        return self._fts and not self._read_once(self._current_tokens)
+
+    @guarded
+    def reindex(
+        self,
+        *,
+        progress: Callable[[ReindexProgress], None] | None = None,
+        batch_size: int = 500,
+    ) -> int:
+        """Rewrite the FTS5 rows of an older token stream; return how many messages it rewrote.
+
+        Resumable: each batch of ``batch_size`` messages is one transaction that also records
+        how far the re-index got, so after a crash or a kill the next call continues there.
+        Other connections keep reading and writing meanwhile (each batch holds the write lock
+        for the time it takes to tokenize ``batch_size`` messages). ``progress`` is called
+        after every batch and at the end. Returns 0 at once when the index is current; without
+        FTS5 there is no index to rewrite.
+        """
+        size = check_batch_size(batch_size)
+        if not self._fts:
+            return 0
+        rewritten = run_reindex(
+            lambda: self._write(lambda c: reindex_sql.batch(c, size)),
+            lambda: self._read(reindex_sql.counts),
+            progress,
+        )
+        self._tokens_current = True
+        return rewritten
 
     @guarded
     def integrity_check(self) -> list[str]:

@@ -8,7 +8,8 @@ was written by a newer library and is refused (:class:`IncompatibleStoreError`).
 The FTS5 table is not a migration: whether it can exist depends on the Python build reading the
 file. It is created (and filled from the messages) when a build with FTS5 opens a database
 without it, and marked *stale* in ``meta`` when a build without FTS5 writes to a database that
-has it, so the next FTS5-capable open rebuilds it.
+has it, so the next FTS5-capable open rebuilds it. ``meta`` also records which token stream
+(:data:`text.TOKENS_VERSION`) the FTS5 rows hold; ``_reindex`` rewrites rows of an older one.
 
 Times are integers: microseconds since the Unix epoch, UTC.
 """
@@ -33,6 +34,8 @@ __all__ = [
     "MIGRATIONS",
     "NO_TIME",
     "SCHEMA_VERSION",
+    "THROUGH_KEY",
+    "TOKENS_KEY",
     "applied_version",
     "apply_migration",
     "build_index",
@@ -41,11 +44,14 @@ __all__ = [
     "fts_state",
     "integrity_problems",
     "mark_fts_stale",
+    "mark_tokens_current",
     "merge_fts",
     "message_tokens",
     "migrate",
     "optimize",
     "rebuild_fts",
+    "row_tokens",
+    "tokens_current",
     "vacuum",
 ]
 
@@ -132,6 +138,11 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
                    max(coalesce(timestamp, -9223372036854775807))
             FROM messages GROUP BY id >> 12""",
     ),
+    # 3 — the token stream of the FTS5 rows is recorded (text.TOKENS_VERSION). Rows written
+    # before this migration hold version 1 (no width folding); opening the database finds that
+    # out and searches exactly, slower, until reindex() has rewritten them. Older libraries
+    # refuse the database from here on, so none of them writes version-1 rows after that.
+    ("INSERT INTO meta (name, value) VALUES ('tokens_version', '1') ON CONFLICT DO NOTHING",),
 )
 """Migration ``n`` is ``MIGRATIONS[n - 1]``; append new ones, never edit applied ones."""
 
@@ -213,6 +224,28 @@ def mark_fts_stale(connection: sqlite3.Connection) -> None:
     )
 
 
+TOKENS_KEY: Final = "tokens_version"
+"""The ``meta`` row naming the :data:`text.TOKENS_VERSION` of the FTS5 rows."""
+THROUGH_KEY: Final = "reindexed_through"
+"""The ``meta`` row of a re-index under way: every message id up to it is rewritten."""
+
+
+def tokens_current(connection: sqlite3.Connection) -> bool:
+    """Whether the FTS5 rows hold the current token stream (:data:`text.TOKENS_VERSION`)."""
+    row = connection.execute("SELECT value FROM meta WHERE name = ?", (TOKENS_KEY,)).fetchone()
+    return row is not None and row[0] == str(text.TOKENS_VERSION)
+
+
+def mark_tokens_current(connection: sqlite3.Connection) -> None:
+    """Record that every FTS5 row holds the current token stream; end any re-index."""
+    connection.execute(
+        "INSERT INTO meta (name, value) VALUES (?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        (TOKENS_KEY, str(text.TOKENS_VERSION)),
+    )
+    connection.execute("DELETE FROM meta WHERE name = ?", (THROUGH_KEY,))
+
+
 def message_tokens(searchable: str) -> str:
     """The FTS5 document of a message's searchable text: its index tokens, space-joined."""
     return " ".join(text.index_tokens(searchable))
@@ -228,17 +261,18 @@ def rebuild_fts(connection: sqlite3.Connection) -> int:
     while batch := cursor.fetchmany(1000):
         connection.executemany(
             f"INSERT INTO {FTS_TABLE} (rowid, tokens) VALUES (?, ?)",
-            [(row[0], _tokens_of(row)) for row in batch],
+            [(row[0], row_tokens(row)) for row in batch],
         )
         count += len(batch)
     connection.execute(
         "INSERT INTO meta (name, value) VALUES ('fts_state', 'ready') "
         "ON CONFLICT (name) DO UPDATE SET value = excluded.value"
     )
+    mark_tokens_current(connection)
     return count
 
 
-def _tokens_of(row: Sequence[Any]) -> str:
+def row_tokens(row: Sequence[Any]) -> str:
     """The FTS5 document of an ``(id, active, body)`` row of ``messages``."""
     return message_tokens(text.searchable_text(message_from_row(row, "unused")))
 
@@ -303,6 +337,11 @@ def integrity_problems(connection: sqlite3.Connection, *, fts: bool) -> list[str
         problems.append(
             f"full-text index: {missing} messages unindexed, {orphans} rows without a message; "
             "run rebuild_index()"
+        )
+    if not tokens_current(connection):
+        problems.append(
+            "full-text index: written by an older tokenizer, so searches scan every message; "
+            "run reindex() (or `hermes-sessions reindex`)"
         )
     return problems
 
