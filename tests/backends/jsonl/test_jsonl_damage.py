@@ -314,3 +314,56 @@ def test_a_shrunken_session_file_is_refused(backend, directory):
     path.write_bytes(path.read_bytes()[:-10])
     with pytest.raises(CorruptRecordError, match="accounts for"):
         backend.append_messages("s1", [say("three")])
+
+
+# -- the journal cross-checked against the session files -------------------------------------------
+
+
+def test_journal_cut_to_its_header_is_refused_not_started_over(backend, directory):
+    """A journal that lost every record opens with an error pointing at repair(), not empty."""
+    seed(backend, "s1", KEY, say("one"))
+    seed(backend, "s2", "agent:main:telegram:dm:2", say("two"))
+    backend.close()
+    journal = directory / "journal.jsonl"
+    journal.write_bytes(journal.read_bytes().split(b"\n", 1)[0] + b"\n")
+    with pytest.raises(CorruptRecordError, match=r"not in the index.*repair\(\)") as info:
+        JSONLBackend(directory)
+    assert info.value.path == session_file(directory, "s1")
+    report = JSONLBackend.repair(directory)
+    assert report.adopted_sessions == ("s1", "s2")
+    with JSONLBackend(directory) as repaired:
+        assert repaired.get_entry(KEY).session_id == "s1"  # type: ignore[union-attr]
+        assert [m.content for m in repaired.get_messages("s2")] == ["two"]
+
+
+def test_journal_that_lost_its_last_records_is_refused(backend, directory):
+    """Session-file lines from transactions the journal no longer has mean lost records."""
+    seed(backend, "s1", KEY, say("one"))
+    journal = directory / "journal.jsonl"
+    kept = journal.read_bytes()
+    backend.append_messages("s1", [say("two")])
+    backend.close()
+    journal.write_bytes(kept)
+    with pytest.raises(CorruptRecordError, match=r"transaction 2.*journal ends at 1") as info:
+        JSONLBackend(directory)
+    assert (info.value.path, info.value.line) == (session_file(directory, "s1"), 3)
+    JSONLBackend.repair(directory)
+    with JSONLBackend(directory) as repaired:
+        assert [m.content for m in repaired.get_messages("s1")] == ["one", "two"]
+        repaired.append_messages("s1", [say("three")])
+    with JSONLBackend(directory) as again:
+        assert [m.content for m in again.get_messages("s1")] == ["one", "two", "three"]
+
+
+def test_session_file_created_after_the_snapshot_needs_the_journal(backend, directory):
+    """After a compaction, a session file neither the snapshot nor the journal lists is refused."""
+    seed(backend, "s1", KEY)
+    backend.compact()
+    journal = directory / "journal.jsonl"
+    kept = journal.read_bytes()
+    seed(backend, "s2", None, say("late"))
+    backend.close()
+    journal.write_bytes(kept)
+    with pytest.raises(CorruptRecordError, match="not in the index") as info:
+        JSONLBackend(directory)
+    assert info.value.path == session_file(directory, "s2")

@@ -88,6 +88,8 @@ class SessionFile:
     """Bytes read: the end of the last complete line."""
     lines: int
     """Lines read (the number of the last complete line)."""
+    newest_tx: int = 0
+    """The transaction of the last line read (opening checks it against the journal)."""
     version: int = 0
 
 
@@ -156,7 +158,8 @@ def load_session(path: Path, session_id: str) -> Loaded:
         record = attrs.evolve(record, message_count=0, tool_call_count=0)
     transcript = Transcript(record=record, next_id=header.next_id)
     apply_lines(transcript, (p[1] for p in parsed[1:]), quiet_tx=header.tx)
-    return Loaded(SessionFile(transcript, chunk.end, chunk.last_line), parsed, chunk)
+    cached = SessionFile(transcript, chunk.end, chunk.last_line, newest_tx=parsed[-1][1].tx)
+    return Loaded(cached, parsed, chunk)
 
 
 def read_tail(path: Path, current: SessionFile, session_id: str) -> Tail:
@@ -371,6 +374,8 @@ def _install(state: State, session_id: str, change: Change, base: Snapshot | Non
             state.index.add(message)
         old.offset = change.chunk.end
         old.lines = change.chunk.last_line
+        if change.parsed:
+            old.newest_tx = change.parsed[-1][1].tx
         return
     if old is not None:
         for message_id in old.transcript.messages:

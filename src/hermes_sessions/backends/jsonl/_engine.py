@@ -112,6 +112,9 @@ class DirectoryEngine:
     """Seconds to wait for the directory lock before ``LockTimeoutError``."""
     compact_threshold: int = attrs.field(kw_only=True)
     """Journal records (at least) after which a write compacts the journal first."""
+    cross_check: bool = attrs.field(default=True, kw_only=True)
+    """Whether reading the whole index checks the session files against it (``repair()``
+    reads without, then reconciles the two itself)."""
     sessions_dir: Path = attrs.field(
         init=False, default=attrs.Factory(lambda self: self.directory / SESSIONS, takes_self=True)
     )
@@ -272,6 +275,8 @@ class DirectoryEngine:
             self._journal_offset = 0
             self._journal_line = 0
             self._advance(base)
+            if self.cross_check:
+                self._cross_check()
         except BaseException:
             if self._journal_fd != fd:
                 os.close(fd)
@@ -292,6 +297,43 @@ class DirectoryEngine:
                 path=path,
                 line=1,
             )
+
+    def _cross_check(self) -> None:
+        """After reading the whole index: the session files on disk must agree with it.
+
+        A session file the index does not list, or one holding lines of a transaction after the
+        journal's last, means the journal (or the snapshot) lost records: opening it as it is
+        would start those sessions over, so it is refused until ``repair()`` has run.
+        """
+        state = self.state
+        for name in sorted(os.listdir(self.sessions_dir)):
+            session_id = name.removesuffix(".jsonl")
+            if session_id == name or session_id in state.sessions:
+                continue
+            try:
+                validate_session_id(session_id)
+            except ValueError:
+                continue  # not a name this backend writes: never a session of ours
+            raise CorruptRecordError(
+                f"session {session_id} has a file but is not in the index: the journal or the "
+                "snapshot lost records, and opening would start the session's key over",
+                path=self.sessions_dir / name,
+                hint=f"stop every process using {self.directory} and run JSONLBackend.repair(), "
+                "which adopts the file and gives its key an entry again",
+            )
+        for session_id, cached in state.sessions.items():
+            if cached.newest_tx > state.last_tx:
+                path = self.session_path(session_id)
+                parsed = load_session(path, session_id).parsed
+                line = next(line for line, record in parsed if record.tx > state.last_tx)
+                raise CorruptRecordError(
+                    f"the file holds transaction {cached.newest_tx}, but the journal ends at "
+                    f"{state.last_tx}: the journal lost records",
+                    path=path,
+                    line=line.number,
+                    hint=f"stop every process using {self.directory} and run "
+                    "JSONLBackend.repair(), which keeps every line of the file",
+                )
 
     def read_snapshot(self) -> Snapshot | None:
         """Read ``routing.jsonl`` (``None`` if there is none yet)."""

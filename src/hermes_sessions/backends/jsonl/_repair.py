@@ -123,6 +123,8 @@ class _Repair:
     """Session files but no index at all: every entry comes from the session records."""
     created_journal: bool = False
     backed_up: bool = False
+    newest_tx: int = 0
+    """The newest transaction found in a session file."""
 
     # -- backups -----------------------------------------------------------------------------------
 
@@ -278,7 +280,10 @@ class _Repair:
     # -- pass two: the index -----------------------------------------------------------------------
 
     def on_disk(self, known: State | None) -> dict[str, SessionRecord]:
-        """The record of every readable session file (those ``known`` holds are not re-read)."""
+        """The record of every readable session file (those ``known`` holds are not re-read).
+
+        Also notes the newest transaction any file holds (the fresh snapshot starts after it).
+        """
         found = {}
         for path in sorted(self.engine.sessions_dir.glob("*.jsonl")):
             with contextlib.suppress(ValueError):
@@ -287,6 +292,7 @@ class _Repair:
                 if cached is None:
                     cached = load_session(path, session_id).session
                 found[session_id] = cached.transcript.record
+                self.newest_tx = max(self.newest_tx, cached.newest_tx)
         return found
 
     def open_normally(self) -> State | None:
@@ -390,6 +396,9 @@ class _Repair:
         state.table = table
         if self.rebuild_needed:
             self.rebuild_entries(state, disk)
+        else:  # keys of adopted sessions that lost their entry with the index get one back
+            keys = {disk[s].session_key for s in self.adopted} - {None} - set(table.entries)
+            self.rebuild_entries(state, {s: r for s, r in disk.items() if r.session_key in keys})
         engine = self.engine
         self.rebuilt = self.rebuilt or self.rebuild_needed
         if self.backed_up or self.adopted or self.dropped_entries or self.rebuilt:
@@ -400,7 +409,9 @@ class _Repair:
                     self.backup(path)
         # Always a fresh snapshot and journal with new versions: every process using the
         # directory notices the new journal and re-reads every session file.
-        last_tx = state.last_tx + 1
+        if self.newest_tx > state.last_tx:  # the journal lost records the files still show
+            self.rebuilt = True
+        last_tx = max(state.last_tx, self.newest_tx) + 1
         versions = dict.fromkeys(disk, last_tx)
         data = snapshot_lines(last_tx, state.table.listing(), state.leases, versions)
         replace_file(engine.snapshot_path, data, sync=True)
@@ -425,7 +436,11 @@ def repair(directory: Path, *, lock_timeout: float) -> RepairReport:
     if not directory.is_dir():
         raise FileNotFoundError(f"no data directory at {directory}")
     engine = DirectoryEngine(
-        directory, sync_writes=True, lock_timeout=lock_timeout, compact_threshold=1
+        directory,
+        sync_writes=True,
+        lock_timeout=lock_timeout,
+        compact_threshold=1,
+        cross_check=False,
     )
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     fixer = _Repair(engine, directory / BACKUPS / f"repair-{stamp}")
