@@ -10,7 +10,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── InvalidIdError             (ValueError)    a session id that could escape the data dir
     ├── InvalidTitleError          (ValueError)    a title is too long after sanitising
     ├── TitleConflictError         (ValueError)    the owner already has a session with that title
-    ├── CorruptRecordError         (ValueError)    a stored record cannot be read (path, line)
+    ├── CorruptRecordError         (ValueError)    stored data is damaged (file, line / table, row)
     ├── InvalidCursorError         (ValueError)    a pagination cursor was not made by us
     ├── SessionNotFoundError       (LookupError)   no session or routing entry by id/key
     ├── AmbiguousSessionError      (LookupError)   a prefix or title names several sessions
@@ -191,32 +191,62 @@ class TitleConflictError(HermesSessionsError, ValueError):
 
 
 class CorruptRecordError(HermesSessionsError, ValueError):
-    """A stored record cannot be read back.
+    """A stored record cannot be read back, or stored data disagrees with itself.
 
-    Nothing is skipped silently: the error names the file and line (when the record came from a
-    file) so an operator can inspect it, and backends offer a ``repair`` path that keeps a backup.
+    Nothing is skipped silently: the error names the place — the file and line of a JSONL
+    record, the database file, table and row of a SQLite or PostgreSQL row — so an operator can
+    inspect it, and the message says what to do (JSONL has ``repair``, which keeps a backup).
 
     Attributes:
-        path: The file the record came from, if any.
+        path: The file the record came from (a JSONL file, ``state.db``), if any.
         line: The 1-based line number within ``path``, if known.
+        table: The database table holding the record, if it came from a database.
+        row: The row's key within ``table`` (a message id, a session id, a key), if known.
         reason: What is wrong with the record.
+
+        hint: The next step, when the default advice (inspect, or run ``repair``) is wrong.
 
     .. versionadded:: 0.1.0
     """
 
     def __init__(
-        self, reason: str, *, path: Path | str | None = None, line: int | None = None
+        self,
+        reason: str,
+        *,
+        path: Path | str | None = None,
+        line: int | None = None,
+        table: str | None = None,
+        row: object = None,
+        hint: str | None = None,
     ) -> None:
         self.reason = reason
         self.path = path
         self.line = line
-        where = ""
+        self.table = table
+        self.row = row
+        self.hint = hint
+        places = []
         if path is not None:
-            where = f" in {path}" + (f" at line {line}" if line is not None else "")
-        super().__init__(
-            f"corrupt record{where}: {reason}; the data was left untouched: inspect it, or run "
-            "the backend's repair to move bad records aside (a backup is kept)"
+            places.append(f"{path}" + (f" at line {line}" if line is not None else ""))
+        if table is not None:
+            places.append(f"table {table}" + (f" row {row!r}" if row is not None else ""))
+        where = f" in {', '.join(places)}" if places else ""
+        if hint is None:
+            hint = (
+                "the data was left untouched: inspect it, or run the backend's repair to move "
+                "bad records aside (a backup is kept)"
+            )
+        super().__init__(f"corrupt record{where}: {reason}; {hint}")
+
+    def located(self, path: Path | str) -> CorruptRecordError:
+        """This error with ``path`` filled in (a row reader knows its table, not its file)."""
+        if self.path is not None:
+            return self
+        error = CorruptRecordError(
+            self.reason, path=path, line=self.line, table=self.table, row=self.row, hint=self.hint
         )
+        error.__cause__ = self.__cause__
+        return error
 
 
 class InvalidCursorError(HermesSessionsError, ValueError):

@@ -37,7 +37,7 @@ def test_files_are_plain_json_lines(backend, directory):
     backend.compact()
     header, first, second, end = json_lines(session_file(directory, "s1"))
     assert header["type"] == "session"
-    assert header["format"] == 1
+    assert header["format"] == 2
     assert header["record"]["id"] == "s1"
     assert header["record"]["session_key"] == KEY
     assert header["record"]["title"] == "标题"
@@ -55,7 +55,7 @@ def test_files_are_plain_json_lines(backend, directory):
     assert [(e["session_key"], e["session_id"]) for e in entries] == [(KEY, "s1")]
     assert entries[0]["updated_at"] == "2026-05-01T09:01:00Z"
     assert json_lines(directory / "journal.jsonl") == [
-        {"op": "journal", "format": 1, "base_tx": snapshot[0]["last_tx"]}
+        {"op": "journal", "format": 2, "base_tx": snapshot[0]["last_tx"]}
     ]
 
 

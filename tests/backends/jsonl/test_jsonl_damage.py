@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from jsonl_helpers import KEY, json_lines, session_file
+from jsonl_helpers import KEY, as_written, edit_lines, json_lines, session_file
 
 from hermes_sessions.backends import JSONLBackend
 from hermes_sessions.exceptions import (
@@ -90,7 +90,7 @@ def test_every_malformed_session_line_is_reported(backend, directory, line, reas
     seed(backend, "s1", None, say("one"))
     path = session_file(directory, "s1")
     with path.open("ab") as file:
-        file.write(line + b"\n")
+        file.write(as_written(line))
     with pytest.raises(CorruptRecordError, match=reason) as info:
         JSONLBackend(directory)
     assert (info.value.path, info.value.line) == (path, 3)
@@ -127,7 +127,7 @@ def test_every_malformed_journal_line_is_reported(backend, directory, line):
     journal = directory / "journal.jsonl"
     count = len(journal.read_bytes().splitlines())
     with journal.open("ab") as file:
-        file.write(line + b"\n")
+        file.write(as_written(line))
     with pytest.raises(CorruptRecordError) as info:
         JSONLBackend(directory)
     assert (info.value.path, info.value.line) == (journal, count + 1)
@@ -162,12 +162,11 @@ def test_newer_format_is_refused(backend, directory, where):
         "journal": directory / "journal.jsonl",
         "snapshot": directory / "routing.jsonl",
     }[where]
-    original = path.read_bytes()
-    changed = original.replace(b'"format":1', b'"format":99', 1)
-    path.write_bytes(changed)
+    edit_lines(path, b'"format":2', b'"format":99')
+    changed = path.read_bytes()
     with pytest.raises(IncompatibleStoreError) as info:
         JSONLBackend(directory)
-    assert (info.value.found_version, info.value.supported_version) == (99, 1)
+    assert (info.value.found_version, info.value.supported_version) == (99, 2)
     assert str(path) in str(info.value)
     with pytest.raises(IncompatibleStoreError):
         JSONLBackend.repair(directory)
@@ -203,17 +202,22 @@ def test_missing_journal_is_reported(backend, directory):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda text: text.replace('"entries":1', '"entries":2'), "incomplete"),
-        (lambda text: text.split("\n", 1)[1], "starts with its header"),
-        (lambda text: text + '{"type":"comment"}\n', "unknown snapshot line"),
+        (lambda path: edit_lines(path, b'"entries":1', b'"entries":2'), "incomplete"),
+        (
+            lambda path: path.write_bytes(path.read_bytes().split(b"\n", 1)[1]),
+            "starts with its header",
+        ),
+        (
+            lambda path: path.write_bytes(path.read_bytes() + as_written(b'{"type":"comment"}')),
+            "unknown snapshot line",
+        ),
     ],
 )
 def test_damaged_snapshot_is_reported(backend, directory, change, message):
     """A snapshot missing lines or its header is refused."""
     seed(backend, "s1", KEY)
     backend.compact()
-    snapshot = directory / "routing.jsonl"
-    snapshot.write_text(change(snapshot.read_text(encoding="utf-8")), encoding="utf-8")
+    change(directory / "routing.jsonl")
     with pytest.raises(CorruptRecordError, match=message):
         JSONLBackend(directory)
 
@@ -232,7 +236,7 @@ def test_lines_written_by_another_program_are_refused(backend, directory):
     seed(backend, "s1", KEY, say("one"))
     path = session_file(directory, "s1")
     with path.open("ab") as file:
-        file.write(b'{"type":"reopen","tx":1}\n')
+        file.write(as_written(b'{"type":"reopen","tx":1}'))
     with pytest.raises(CorruptRecordError, match="another program") as info:
         backend.append_messages("s1", [say("two")])
     assert info.value.path == path
@@ -259,21 +263,6 @@ def test_text_that_is_not_utf8_round_trips(backend, directory):
         (message,) = again.get_messages("s1")
     assert message.content == "broken \ud800 text"
     assert message.extra == {"note": "\udfff"}
-
-
-def test_blank_lines_are_ignored_but_counted(backend, directory):
-    """Blank lines (an editor's doing) are skipped and later line numbers stay right."""
-    seed(backend, "s1", None, say("one"))
-    path = session_file(directory, "s1")
-    with path.open("ab") as file:
-        file.write(b"\n  \n")
-    with JSONLBackend(directory) as again:
-        assert [m.content for m in again.get_messages("s1")] == ["one"]
-    with path.open("ab") as file:
-        file.write(b"oops\n")
-    with pytest.raises(CorruptRecordError) as info:
-        JSONLBackend(directory)
-    assert info.value.line == 5
 
 
 def test_session_file_without_header_is_reported(backend, directory):
@@ -314,3 +303,56 @@ def test_a_shrunken_session_file_is_refused(backend, directory):
     path.write_bytes(path.read_bytes()[:-10])
     with pytest.raises(CorruptRecordError, match="accounts for"):
         backend.append_messages("s1", [say("three")])
+
+
+# -- the journal cross-checked against the session files -------------------------------------------
+
+
+def test_journal_cut_to_its_header_is_refused_not_started_over(backend, directory):
+    """A journal that lost every record opens with an error pointing at repair(), not empty."""
+    seed(backend, "s1", KEY, say("one"))
+    seed(backend, "s2", "agent:main:telegram:dm:2", say("two"))
+    backend.close()
+    journal = directory / "journal.jsonl"
+    journal.write_bytes(journal.read_bytes().split(b"\n", 1)[0] + b"\n")
+    with pytest.raises(CorruptRecordError, match=r"not in the index.*repair\(\)") as info:
+        JSONLBackend(directory)
+    assert info.value.path == session_file(directory, "s1")
+    report = JSONLBackend.repair(directory)
+    assert report.adopted_sessions == ("s1", "s2")
+    with JSONLBackend(directory) as repaired:
+        assert repaired.get_entry(KEY).session_id == "s1"  # type: ignore[union-attr]
+        assert [m.content for m in repaired.get_messages("s2")] == ["two"]
+
+
+def test_journal_that_lost_its_last_records_is_refused(backend, directory):
+    """Session-file lines from transactions the journal no longer has mean lost records."""
+    seed(backend, "s1", KEY, say("one"))
+    journal = directory / "journal.jsonl"
+    kept = journal.read_bytes()
+    backend.append_messages("s1", [say("two")])
+    backend.close()
+    journal.write_bytes(kept)
+    with pytest.raises(CorruptRecordError, match=r"transaction 2.*journal ends at 1") as info:
+        JSONLBackend(directory)
+    assert (info.value.path, info.value.line) == (session_file(directory, "s1"), 3)
+    JSONLBackend.repair(directory)
+    with JSONLBackend(directory) as repaired:
+        assert [m.content for m in repaired.get_messages("s1")] == ["one", "two"]
+        repaired.append_messages("s1", [say("three")])
+    with JSONLBackend(directory) as again:
+        assert [m.content for m in again.get_messages("s1")] == ["one", "two", "three"]
+
+
+def test_session_file_created_after_the_snapshot_needs_the_journal(backend, directory):
+    """After a compaction, a session file neither the snapshot nor the journal lists is refused."""
+    seed(backend, "s1", KEY)
+    backend.compact()
+    journal = directory / "journal.jsonl"
+    kept = journal.read_bytes()
+    seed(backend, "s2", None, say("late"))
+    backend.close()
+    journal.write_bytes(kept)
+    with pytest.raises(CorruptRecordError, match="not in the index") as info:
+        JSONLBackend(directory)
+    assert info.value.path == session_file(directory, "s2")

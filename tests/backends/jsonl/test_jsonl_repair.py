@@ -7,7 +7,7 @@ import stat
 from datetime import timedelta
 
 import pytest
-from jsonl_helpers import KEY, session_file
+from jsonl_helpers import KEY, edit_lines, session_file, signed
 
 from hermes_sessions.backends import JSONLBackend
 from hermes_sessions.exceptions import CorruptRecordError, StorageError
@@ -192,8 +192,8 @@ def test_repair_fixes_the_journal_and_snapshot_lines(backend, directory):
 def test_repair_adopts_an_unlisted_session_file(backend, directory):
     """A session file the index does not know (copied in by hand) is listed."""
     seed(backend, "s1", KEY, say("x"))
-    copy = session_file(directory, "s1").read_bytes().replace(b'"s1"', b'"copy"')
-    session_file(directory, "copy").write_bytes(copy)
+    session_file(directory, "copy").write_bytes(session_file(directory, "s1").read_bytes())
+    edit_lines(session_file(directory, "copy"), b'"s1"', b'"copy"')
     report = JSONLBackend.repair(directory)
     assert report.adopted_sessions == ("copy",)
     with JSONLBackend(directory) as repaired:
@@ -219,8 +219,8 @@ def test_repair_completes_an_unfinished_rotation(backend, directory):
         "end": [["old", "idle"]],
         "entries": [entry],
     }
-    with journal.open("a", encoding="utf-8") as file:
-        file.write(json.dumps(plan) + "\n")
+    with journal.open("ab") as file:
+        file.write(signed(plan))
     JSONLBackend.repair(directory)
     with JSONLBackend(directory) as repaired:
         assert repaired.get_entry(KEY).session_id == "new"  # type: ignore[union-attr]
@@ -264,6 +264,7 @@ def test_repair_drops_misplaced_headers_and_ignores_foreign_files(backend, direc
     report = JSONLBackend.repair(directory)
     assert sorted((d.path.name, d.line) for d in report.dropped_lines) == [
         ("journal.jsonl", 4),
+        ("s1.jsonl", 3),  # a blank line is not a line the backend writes
         ("s1.jsonl", 4),
     ]
     assert foreign.read_bytes() == b"notes\n"
@@ -328,11 +329,14 @@ def test_rebuilt_keys_prefer_open_then_newest_sessions(backend, directory):
 def test_adopted_file_keeps_the_first_end_reason(backend, directory):
     """A hand-made file ending a session twice is read with the first reason, as the API does."""
     seed(backend, "s1", KEY, say("one"))
-    path = session_file(directory, "s1")
-    made = path.read_bytes().replace(b'"s1"', b'"made"')
-    made += b'{"type":"end","tx":1,"reason":"idle","at":"2026-05-01T10:00:00Z"}\n'
-    made += b'{"type":"end","tx":1,"reason":"daily","at":"2026-05-02T10:00:00Z"}\n'
-    session_file(directory, "made").write_bytes(made)
+    made = session_file(directory, "made")
+    made.write_bytes(session_file(directory, "s1").read_bytes())
+    edit_lines(made, b'"s1"', b'"made"')
+    with made.open("ab") as file:
+        file.write(signed({"type": "end", "tx": 1, "reason": "idle", "at": "2026-05-01T10:00:00Z"}))
+        file.write(
+            signed({"type": "end", "tx": 1, "reason": "daily", "at": "2026-05-02T10:00:00Z"})
+        )
     assert JSONLBackend.repair(directory).adopted_sessions == ("made",)
     with JSONLBackend(directory) as repaired:
         stored = repaired.get_session("made")

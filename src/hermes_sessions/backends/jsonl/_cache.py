@@ -31,8 +31,9 @@ from hermes_sessions.backends.jsonl._journal import (
     Void,
     Write,
 )
-from hermes_sessions.backends.jsonl._lines import Chunk, Line, read_chunk
+from hermes_sessions.backends.jsonl._lines import Chunk, Line, read_chunk, require_checksums
 from hermes_sessions.backends.jsonl._session_records import (
+    CHECKSUMS_SINCE,
     Active,
     End,
     Header,
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
-    from hermes_sessions.backends.jsonl._journal import Snapshot
+    from hermes_sessions.backends.jsonl._snapshot import Snapshot
     from hermes_sessions.models import Message
 
 __all__ = [
@@ -88,6 +89,10 @@ class SessionFile:
     """Bytes read: the end of the last complete line."""
     lines: int
     """Lines read (the number of the last complete line)."""
+    newest_tx: int = 0
+    """The transaction of the last line read (opening checks it against the journal)."""
+    checksums: bool = True
+    """Whether every line carries a checksum (format 2; a format 1 file awaits migration)."""
     version: int = 0
 
 
@@ -140,11 +145,22 @@ def load_session(path: Path, session_id: str) -> Loaded:
     and ``IncompatibleStoreError`` if a newer library wrote it.
     """
     chunk = read_chunk(path, offset=0, first_line=1)
-    parsed = _parse(chunk, path, session_id)
-    if not parsed or not isinstance(parsed[0][1], Header):
-        number = parsed[0][0].number if parsed else 1
+    first = chunk.lines[0] if chunk.lines else None
+    header = (
+        None
+        if first is None
+        else parse_session_line(first.data, path=path, line=first.number, session_id=session_id)
+    )
+    if first is None or not isinstance(header, Header):
+        number = 1 if first is None else first.number
         raise CorruptRecordError("a session file starts with its header", path=path, line=number)
-    header = parsed[0][1]
+    checksums = header.format >= CHECKSUMS_SINCE
+    if checksums:
+        require_checksums(chunk, path)
+    parsed = [
+        (first, header),
+        *_parse(attrs.evolve(chunk, lines=chunk.lines[1:]), path, session_id),
+    ]
     # the header's own group (first messages, or the whole transcript after a rewrite) may hold
     # ids up to header.next_id - 1; lines appended later must continue above them
     group = list(itertools.takewhile(lambda p: p[1].tx == header.tx, parsed[1:]))
@@ -156,12 +172,17 @@ def load_session(path: Path, session_id: str) -> Loaded:
         record = attrs.evolve(record, message_count=0, tool_call_count=0)
     transcript = Transcript(record=record, next_id=header.next_id)
     apply_lines(transcript, (p[1] for p in parsed[1:]), quiet_tx=header.tx)
-    return Loaded(SessionFile(transcript, chunk.end, chunk.last_line), parsed, chunk)
+    cached = SessionFile(
+        transcript, chunk.end, chunk.last_line, newest_tx=parsed[-1][1].tx, checksums=checksums
+    )
+    return Loaded(cached, parsed, chunk)
 
 
 def read_tail(path: Path, current: SessionFile, session_id: str) -> Tail:
     """Read and check the lines appended to a cached session file (nothing changes yet)."""
     chunk = read_chunk(path, offset=current.offset, first_line=current.lines + 1)
+    if current.checksums:
+        require_checksums(chunk, path)
     parsed = _parse(chunk, path, session_id)
     _check_order(parsed, current.transcript.next_id, path)
     return Tail(parsed, chunk)
@@ -371,6 +392,8 @@ def _install(state: State, session_id: str, change: Change, base: Snapshot | Non
             state.index.add(message)
         old.offset = change.chunk.end
         old.lines = change.chunk.last_line
+        if change.parsed:
+            old.newest_tx = change.parsed[-1][1].tx
         return
     if old is not None:
         for message_id in old.transcript.messages:

@@ -42,7 +42,6 @@ from hermes_sessions.backends.jsonl._cache import (
     trailing_group,
 )
 from hermes_sessions.backends.jsonl._journal import (
-    EMPTY_SNAPSHOT,
     Commit,
     Create,
     JournalHeader,
@@ -50,13 +49,10 @@ from hermes_sessions.backends.jsonl._journal import (
     Plan,
     Remove,
     Rewrite,
-    Snapshot,
     Void,
     Write,
     parse_journal,
     parse_records,
-    read_snapshot,
-    snapshot_lines,
 )
 from hermes_sessions.backends.jsonl._lines import (
     append_journal,
@@ -64,9 +60,22 @@ from hermes_sessions.backends.jsonl._lines import (
     make_private_dir,
     read_chunk,
     read_chunk_at,
+    require_checksums,
     truncate,
 )
-from hermes_sessions.backends.jsonl._session_records import encode, parse_session_line
+from hermes_sessions.backends.jsonl._migrate import migrate, needs_migration
+from hermes_sessions.backends.jsonl._session_records import (
+    CHECKSUMS_SINCE,
+    encode,
+    parse_session_line,
+)
+from hermes_sessions.backends.jsonl._snapshot import (
+    EMPTY_SNAPSHOT,
+    Snapshot,
+    read_snapshot,
+    snapshot_lines,
+)
+from hermes_sessions.backends.jsonl._verify import check_line_counts, cross_check
 from hermes_sessions.exceptions import (
     BackendClosedError,
     CorruptRecordError,
@@ -112,6 +121,10 @@ class DirectoryEngine:
     """Seconds to wait for the directory lock before ``LockTimeoutError``."""
     compact_threshold: int = attrs.field(kw_only=True)
     """Journal records (at least) after which a write compacts the journal first."""
+    verify_files: bool = attrs.field(default=True, kw_only=True)
+    """Whether catching up checks the session files against the index: their line counts, and
+    (reading the whole index) that every file is listed (``repair()`` reads without, then
+    reconciles the two itself)."""
     sessions_dir: Path = attrs.field(
         init=False, default=attrs.Factory(lambda self: self.directory / SESSIONS, takes_self=True)
     )
@@ -130,6 +143,8 @@ class DirectoryEngine:
     _journal_ino: int = attrs.field(init=False, default=-1)
     _journal_offset: int = attrs.field(init=False, default=0)
     _journal_line: int = attrs.field(init=False, default=0)
+    journal_checksums: bool = attrs.field(init=False, default=True)
+    """Whether the journal is checksummed (format 2); a format 1 journal awaits migration."""
     _completed_tx: int = attrs.field(init=False, default=0)
 
     def __attrs_post_init__(self) -> None:
@@ -149,6 +164,8 @@ class DirectoryEngine:
             with self._mutex, self.exclusive():
                 self.initialize()
                 self.sync()
+                if needs_migration(self):
+                    migrate(self)
         except BaseException:
             self.close()  # no descriptor outlives a failed open
             raise
@@ -272,6 +289,8 @@ class DirectoryEngine:
             self._journal_offset = 0
             self._journal_line = 0
             self._advance(base)
+            if self.verify_files:
+                cross_check(self.state, self.sessions_dir)
         except BaseException:
             if self._journal_fd != fd:
                 os.close(fd)
@@ -285,6 +304,7 @@ class DirectoryEngine:
         header = None if first is None else parse_journal(first.data, path=path, line=1)
         if first is None or first.number != 1 or not isinstance(header, JournalHeader):
             raise CorruptRecordError("the journal starts with its header", path=path, line=1)
+        self.journal_checksums = header.format >= CHECKSUMS_SINCE
         if header.base_tx > base.last_tx:
             raise CorruptRecordError(
                 f"the journal continues from transaction {header.base_tx} but {SNAPSHOT} ends "
@@ -309,15 +329,25 @@ class DirectoryEngine:
             )
             if chunk.torn:  # an announcement cut short: its change never started
                 os.ftruncate(self._journal_fd, chunk.end)
+            if self.journal_checksums:
+                require_checksums(chunk, self.journal_path)
             last = base.last_tx if base is not None else self.state.last_tx
             records = parse_records(
-                chunk.lines, self.journal_path, after=last, skip=base is not None
+                chunk.lines,
+                self.journal_path,
+                after=last,
+                skip=base is not None,
+                checksums=self.journal_checksums,
             )
             if records and self._settle(records):
                 continue
             changes = self._gather(records, base)
             if records and self._void_if_cut_short(records[-1], changes):
                 continue
+            if self.verify_files:
+                check_line_counts(
+                    self.state, records, changes, base=base, path_of=self.session_path
+                )
             apply_changes(self.state, records, changes, base)
             self._journal_offset = chunk.end
             self._journal_line = chunk.last_line
@@ -505,7 +535,7 @@ class DirectoryEngine:
         """Replace a session file as a whole (temp file + fsync + rename)."""
         session_id = new.record.id
         data = b"".join(encode(line.to_json()) for line in new.lines(tx))
-        self._journal_append([Rewrite(tx, session_id)])
+        self._journal_append([Rewrite(tx, session_id, len(new.lines(tx)))])
         replace_file(self.session_path(session_id), data, sync=self.sync_writes)
         self._completed_tx = tx
         self.sync()
@@ -536,8 +566,8 @@ class DirectoryEngine:
         the old journal, whose records the snapshot already covers (they are skipped by tx).
         """
         state = self.state
-        versions = {session_id: f.version for session_id, f in state.sessions.items()}
-        data = snapshot_lines(state.last_tx, state.table.listing(), state.leases, versions)
+        files = {session_id: (f.version, f.lines) for session_id, f in state.sessions.items()}
+        data = snapshot_lines(state.last_tx, state.table.listing(), state.leases, files)
         replace_file(self.snapshot_path, data, sync=self.sync_writes)
         header = encode(JournalHeader(state.last_tx).to_json())
         replace_file(self.journal_path, header, sync=self.sync_writes)
@@ -548,4 +578,5 @@ class DirectoryEngine:
         self._journal_ino = os.fstat(fd).st_ino
         self._journal_offset = len(header)
         self._journal_line = 1
+        self.journal_checksums = True
         state.journal_records = 0

@@ -1,10 +1,11 @@
-"""The JSONL backend's journal and routing snapshot records.
+"""The JSONL backend's journal records.
 
 ``journal.jsonl`` starts with a :class:`JournalHeader` and holds one record per write, in order:
 routing entry writes, activity, leases, and the announcement of every change to a session file
 (written *before* the change, so a crash mid-change is always noticed by the next lock holder).
-``routing.jsonl`` is the snapshot the journal is compacted into: a :class:`SnapshotHeader`, the
-entries, the leases and the version (last transaction) of every session file.
+Transactions follow each other without a gap (a ``commit`` or ``void`` repeats the one it
+closes), so in a checksummed journal a lost line in the middle is found too. The snapshot the
+journal is compacted into is in ``_snapshot``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
 
-from hermes_sessions.backends.jsonl._lines import read_chunk
 from hermes_sessions.backends.jsonl._session_records import (
     FORMAT_VERSION,
     End,
@@ -24,7 +24,6 @@ from hermes_sessions.backends.jsonl._session_records import (
     Orphan,
     Reopen,
     SessionLine,
-    encode,
     message_json,
     read_message,
     record_json,
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
     from hermes_sessions.models import JSONObject
 
 __all__ = [
-    "EMPTY_SNAPSHOT",
     "Commit",
     "Create",
     "Delete",
@@ -54,20 +52,15 @@ __all__ = [
     "Release",
     "Remove",
     "Rewrite",
-    "Snapshot",
-    "SnapshotHeader",
     "Touch",
     "Void",
     "Write",
+    "line_effects",
     "parse_journal",
     "parse_records",
-    "parse_snapshot_line",
-    "read_snapshot",
-    "snapshot_lines",
 ]
 
 _PAIR: Final = 2
-_LEASE: Final = 3
 
 
 # -- the journal -----------------------------------------------------------------------------------
@@ -78,6 +71,8 @@ class JournalHeader:
     """The first line of the journal: the snapshot transaction it continues from."""
 
     base_tx: int
+    format: int = FORMAT_VERSION
+    """The journal's format (1: lines without checksums, read until migrated)."""
 
     def to_json(self) -> JSONObject:
         return {"op": "journal", "format": FORMAT_VERSION, "base_tx": self.base_tx}
@@ -187,13 +182,18 @@ class Create:
 
 @attrs.frozen
 class Rewrite:
-    """A session file is being replaced as a whole (temp file + rename)."""
+    """A session file is being replaced as a whole (temp file + rename) by ``lines`` lines."""
 
     tx: int
     session: str
+    lines: int | None = None
+    """How many lines the new file has (``None`` in format 1 records)."""
 
     def to_json(self) -> JSONObject:
-        return {"op": "rewrite", "tx": self.tx, "session": self.session}
+        out: JSONObject = {"op": "rewrite", "tx": self.tx, "session": self.session}
+        if self.lines is not None:
+            out["lines"] = self.lines
+        return out
 
 
 @attrs.frozen
@@ -378,7 +378,9 @@ _JOURNAL_RECORDS: Final[dict[str, Callable[[Fields, int], JournalRecord]]] = {
         tx, f.session_id("session"), f.integer("lines"), f.optional_time("touch")
     ),
     "create": lambda f, tx: Create(tx, NewSession.read(f, f.data)),
-    "rewrite": lambda f, tx: Rewrite(tx, f.session_id("session")),
+    "rewrite": lambda f, tx: Rewrite(
+        tx, f.session_id("session"), f.integer("lines") if "lines" in f.data else None
+    ),
     "remove": lambda f, tx: Remove(tx, f.session_id("session"), f.session_ids("orphans")),
     "plan": _plan,
     "commit": lambda _f, tx: Commit(tx),
@@ -393,122 +395,25 @@ def parse_journal(data: JSONObject, *, path: Path, line: int) -> JournalHeader |
     fields = Fields(data, path, line)
     op = fields.raw("op")
     if op == "journal":
-        fields.format(path)
-        return JournalHeader(fields.integer("base_tx"))
+        version = fields.format(path)
+        return JournalHeader(fields.integer("base_tx"), version)
     reader = _JOURNAL_RECORDS.get(op) if isinstance(op, str) else None
     if reader is None:
         fields.fail(f"unknown journal record {op!r}")
     return reader(fields, fields.tx())
 
 
-# -- the snapshot ----------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class SnapshotHeader:
-    """The first line of ``routing.jsonl``: what it covers and how many lines follow."""
-
-    last_tx: int
-    entries: int
-    leases: int
-    sessions: int
-
-    def to_json(self) -> JSONObject:
-        return {
-            "type": "snapshot",
-            "format": FORMAT_VERSION,
-            "last_tx": self.last_tx,
-            "entries": self.entries,
-            "leases": self.leases,
-            "sessions": self.sessions,
-        }
-
-
-def snapshot_lines(
-    last_tx: int,
-    entries: list[SessionEntry],
-    leases: dict[str, tuple[str, datetime]],
-    versions: dict[str, int],
-) -> bytes:
-    """The whole snapshot file."""
-    header = SnapshotHeader(last_tx, len(entries), len(leases), len(versions))
-    parts = [encode(header.to_json())]
-    parts.extend(encode({"type": "entry", "entry": unstructure(e)}) for e in entries)
-    for resource, (holder, until) in sorted(leases.items()):
-        lease = {"resource": resource, "holder": holder, "until": dump_datetime(until)}
-        parts.append(encode({"type": "lease", **lease}))
-    for session_id, version in sorted(versions.items()):
-        parts.append(encode({"type": "session", "id": session_id, "version": version}))
-    return b"".join(parts)
-
-
-def parse_snapshot_line(
-    data: JSONObject, *, path: Path, line: int
-) -> SnapshotHeader | SessionEntry | tuple[str, str, datetime] | tuple[str, int]:
-    """Read one snapshot line: the header, an entry, a lease or a session version."""
-    fields = Fields(data, path, line)
-    kind = fields.raw("type")
-    if kind == "snapshot":
-        fields.format(path)
-        return SnapshotHeader(
-            fields.integer("last_tx"),
-            fields.integer("entries"),
-            fields.integer("leases"),
-            fields.integer("sessions"),
-        )
-    if kind == "entry":
-        return fields.model(fields.mapping("entry"), SessionEntry)
-    if kind == "lease":
-        return (fields.text("resource"), fields.text("holder"), fields.time("until"))
-    if kind == "session":
-        return (fields.session_id("id"), fields.integer("version"))
-    return fields.fail(f"unknown snapshot line {kind!r}")
-
-
-@attrs.frozen
-class Snapshot:
-    """``routing.jsonl`` as read: the state of the index up to ``last_tx``."""
-
-    last_tx: int
-    entries: list[SessionEntry]
-    leases: dict[str, tuple[str, datetime]]
-    versions: dict[str, int]
-
-
-EMPTY_SNAPSHOT: Final = Snapshot(0, [], {}, {})
-"""What a directory that was never compacted starts from."""
-
-
-def read_snapshot(path: Path) -> Snapshot | None:
-    """Read a whole snapshot file (``None`` if there is none); refuse one that is incomplete."""
-    try:
-        chunk = read_chunk(path, offset=0, first_line=1)
-    except FileNotFoundError:
-        return None
-    parsed = [parse_snapshot_line(line.data, path=path, line=line.number) for line in chunk.lines]
-    header = parsed[0] if parsed else None
-    if not isinstance(header, SnapshotHeader):
-        raise CorruptRecordError("the snapshot starts with its header", path=path, line=1)
-    entries = [p for p in parsed if isinstance(p, SessionEntry)]
-    leases = {p[0]: (p[1], p[2]) for p in parsed if isinstance(p, tuple) and len(p) == _LEASE}
-    versions = {p[0]: p[1] for p in parsed if isinstance(p, tuple) and len(p) == _PAIR}
-    if chunk.torn or (len(entries), len(leases), len(versions)) != (
-        header.entries,
-        header.leases,
-        header.sessions,
-    ):
-        raise CorruptRecordError("the snapshot is incomplete; run JSONLBackend.repair()", path=path)
-    return Snapshot(header.last_tx, entries, leases, versions)
-
-
 def parse_records(
-    lines: Sequence[Line], path: Path, *, after: int, skip: bool
+    lines: Sequence[Line], path: Path, *, after: int, skip: bool, checksums: bool
 ) -> list[JournalRecord]:
     """Parse journal lines that follow transaction ``after``, checking their order.
 
     The header (line 1) is passed over. With ``skip``, records up to ``after`` are dropped (a
     snapshot already covers them: a compaction was cut short); otherwise every record must come
-    after it. A ``commit`` or ``void`` repeats the transaction it closes.
+    after it. A ``commit`` or ``void`` repeats the transaction it closes. With ``checksums``
+    (a format 2 journal, whose lines cannot be lost unnoticed in between) every transaction
+    must follow the one before without a gap, and a ``plan`` or ``remove`` followed by anything
+    must be followed by its ``commit``.
     """
     records: list[JournalRecord] = []
     last = after
@@ -520,11 +425,56 @@ def parse_records(
             raise CorruptRecordError("a second journal header", path=path, line=line.number)
         if skip and record.tx <= after:
             continue
-        follows = record.tx == last if isinstance(record, Commit | Void) else record.tx > last
+        closes = isinstance(record, Commit | Void)
+        follows = record.tx == last if closes else record.tx > last
         if not follows:
             raise CorruptRecordError(
                 f"transaction {record.tx} is out of order after {last}", path=path, line=line.number
             )
+        if checksums:
+            _check_sequence(records, record, last, path, line.number)
         last = record.tx
         records.append(record)
     return records
+
+
+def _check_sequence(
+    records: list[JournalRecord], record: JournalRecord, last: int, path: Path, number: int
+) -> None:
+    """In a checksummed journal: no transaction missing, no plan or removal without commit."""
+    previous = records[-1] if records else None
+    if isinstance(previous, Plan | Remove) and not isinstance(record, Commit):
+        raise CorruptRecordError(
+            f"the commit of transaction {previous.tx} is missing before this line: it was lost",
+            path=path,
+            line=number,
+        )
+    if not isinstance(record, Commit | Void) and record.tx != last + 1:
+        raise CorruptRecordError(
+            f"transactions {last + 1} to {record.tx - 1} are missing before this line: journal "
+            "lines were lost",
+            path=path,
+            line=number,
+        )
+
+
+def line_effects(record: JournalRecord) -> list[tuple[str, int | None, int]]:
+    """How a record changes the line count of each session file it names.
+
+    Each item is ``(session_id, lines, added)``: ``lines`` is the count of a file the record
+    (re)creates (``-1``: not known, a format 1 rewrite), ``None`` if it only appends ``added``.
+    """
+    if isinstance(record, Write):
+        return [(record.session, None, record.lines)]
+    if isinstance(record, Create):
+        return [(record.session.record.id, 1 + len(record.session.messages), 0)]
+    if isinstance(record, Rewrite):
+        return [(record.session, -1 if record.lines is None else record.lines, 0)]
+    effects: list[tuple[str, int | None, int]] = []
+    if isinstance(record, Plan):
+        if record.create is not None:
+            effects.append((record.create.record.id, 1 + len(record.create.messages), 0))
+        effects.extend((sid, None, len(lines)) for sid, lines in record.groups().items())
+    elif isinstance(record, Remove):
+        effects.extend((sid, None, len(lines)) for sid, lines in record.groups().items())
+    return effects

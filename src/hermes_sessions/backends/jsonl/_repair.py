@@ -17,7 +17,6 @@ Under the directory lock, in two passes:
 from __future__ import annotations
 
 import contextlib
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -36,20 +35,25 @@ from hermes_sessions.backends.jsonl._journal import (
     JournalHeader,
     JournalRecord,
     Plan,
-    SnapshotHeader,
     Void,
     Write,
     parse_journal,
-    parse_snapshot_line,
-    snapshot_lines,
 )
-from hermes_sessions.backends.jsonl._lines import make_private_dir, truncate
+from hermes_sessions.backends.jsonl._lines import make_private_dir, parse_line, truncate
 from hermes_sessions.backends.jsonl._session_records import (
+    CHECKSUMS_SINCE,
     Header,
     MessageLine,
     SessionLine,
     encode,
     parse_session_line,
+)
+from hermes_sessions.backends.jsonl._snapshot import (
+    SnapshotHeader,
+    SnapshotLease,
+    SnapshotSession,
+    parse_snapshot_line,
+    snapshot_lines,
 )
 from hermes_sessions.backends.memtables import EntryTable
 from hermes_sessions.exceptions import CorruptRecordError
@@ -65,8 +69,6 @@ if TYPE_CHECKING:
 __all__ = ["DroppedLine", "RepairReport", "repair"]
 
 BACKUPS: Final = "backups"
-_LEASE: Final = 3  # a snapshot lease line reads as (resource, holder, until)
-_VERSION: Final = 2  # a snapshot session line reads as (session_id, version)
 
 
 @attrs.frozen(kw_only=True)
@@ -123,6 +125,10 @@ class _Repair:
     """Session files but no index at all: every entry comes from the session records."""
     created_journal: bool = False
     backed_up: bool = False
+    newest_tx: int = 0
+    """The newest transaction found in a session file."""
+    line_counts: dict[str, int] = attrs.Factory(dict)
+    """How many lines each session file holds (the fresh snapshot records them)."""
 
     # -- backups -----------------------------------------------------------------------------------
 
@@ -149,29 +155,38 @@ class _Repair:
     ) -> tuple[list[tuple[int, bytes, object]], bool]:
         """The readable lines of ``path`` and whether any line was dropped.
 
-        Each kept line is ``(number, bytes, what read() made of it)``.
+        Each kept line is ``(number, bytes, what read() made of it)``. A line whose checksum
+        fails is unreadable; so is a line without one (or a blank line) in a file whose header
+        says it is checksummed (format 2).
         """
         pieces = path.read_bytes().split(b"\n")
-        kept: list[tuple[int, bytes, object]] = []
-        dropped = False
+        found: list[tuple[int, bytes, object, bool]] = []
+        drops: list[tuple[int, str]] = []
+        blank: list[int] = []
         for number, piece in enumerate(pieces[:-1], 1):
             if not piece.strip():
+                blank.append(number)
                 continue
             try:
-                data = json.loads(piece)
-                if not isinstance(data, dict):
-                    self.drop(path, number, "a line must be a JSON object")
-                    dropped = True
-                    continue
-                kept.append((number, piece + b"\n", read(data, number)))
+                data, checked = parse_line(piece, path=path, number=number)
+                found.append((number, piece + b"\n", read(data, number), checked))
             except ValueError as error:  # CorruptRecordError is a ValueError too
-                reason = error.reason if isinstance(error, CorruptRecordError) else str(error)
-                self.drop(path, number, reason)
-                dropped = True
+                drops.append((number, _reason(error)))
+        first = found[0][2] if found else None
+        version = getattr(first, "format", None)
+        checksums = version >= CHECKSUMS_SINCE if isinstance(version, int) else False
+        if checksums:
+            drops.extend(
+                (number, "a line without a checksum") for number, *_, ok in found if not ok
+            )
+            drops.extend((number, "an empty line") for number in blank)
         if pieces[-1]:
-            self.drop(path, len(pieces), "torn last line (a write cut short)")
-            dropped = True
-        return kept, dropped
+            drops.append((len(pieces), "torn last line (a write cut short)"))
+        dropped = {number for number, _ in drops}
+        for number, reason in sorted(drops):
+            self.drop(path, number, reason)
+        kept = [(n, raw, record) for n, raw, record, _ in found if n not in dropped]
+        return kept, bool(drops)
 
     def drop(self, path: Path, line: int, reason: str) -> None:
         self.dropped.append(DroppedLine(path=path, line=line, reason=reason))
@@ -255,8 +270,8 @@ class _Repair:
         body = [(raw, record) for _, raw, record in kept[1:]]
         counts = (
             sum(isinstance(r, SessionEntry) for _, r in body),
-            sum(isinstance(r, tuple) and len(r) == _LEASE for _, r in body),
-            sum(isinstance(r, tuple) and len(r) == _VERSION for _, r in body),
+            sum(isinstance(r, SnapshotLease) for _, r in body),
+            sum(isinstance(r, SnapshotSession) for _, r in body),
         )
         if changed or counts != (header.entries, header.leases, header.sessions):
             fixed = attrs.evolve(header, entries=counts[0], leases=counts[1], sessions=counts[2])
@@ -278,7 +293,10 @@ class _Repair:
     # -- pass two: the index -----------------------------------------------------------------------
 
     def on_disk(self, known: State | None) -> dict[str, SessionRecord]:
-        """The record of every readable session file (those ``known`` holds are not re-read)."""
+        """The record of every readable session file (those ``known`` holds are not re-read).
+
+        Also notes the newest transaction any file holds (the fresh snapshot starts after it).
+        """
         found = {}
         for path in sorted(self.engine.sessions_dir.glob("*.jsonl")):
             with contextlib.suppress(ValueError):
@@ -287,6 +305,8 @@ class _Repair:
                 if cached is None:
                     cached = load_session(path, session_id).session
                 found[session_id] = cached.transcript.record
+                self.newest_tx = max(self.newest_tx, cached.newest_tx)
+                self.line_counts[session_id] = cached.lines
         return found
 
     def open_normally(self) -> State | None:
@@ -326,7 +346,8 @@ class _Repair:
             for number, raw in enumerate(engine.journal_path.read_bytes().split(b"\n"), 1):
                 if not raw.strip():
                     continue
-                record = parse_journal(json.loads(raw), path=engine.journal_path, line=number)
+                data, _ = parse_line(raw, path=engine.journal_path, number=number)
+                record = parse_journal(data, path=engine.journal_path, line=number)
                 if not isinstance(record, JournalHeader) and record.tx > base:
                     records.append(record)
         voided = {record.tx for record in records if isinstance(record, Void)}
@@ -349,7 +370,9 @@ class _Repair:
         if start is not None:
             self.backup(path)
             truncate(path, start, sync=True)
-            disk[last.session] = load_session(path, last.session).session.transcript.record
+            cut = load_session(path, last.session).session
+            disk[last.session] = cut.transcript.record
+            self.line_counts[last.session] = cut.lines
         return True
 
     def rebuild_entries(self, state: State, disk: dict[str, SessionRecord]) -> None:
@@ -390,6 +413,9 @@ class _Repair:
         state.table = table
         if self.rebuild_needed:
             self.rebuild_entries(state, disk)
+        else:  # keys of adopted sessions that lost their entry with the index get one back
+            keys = {disk[s].session_key for s in self.adopted} - {None} - set(table.entries)
+            self.rebuild_entries(state, {s: r for s, r in disk.items() if r.session_key in keys})
         engine = self.engine
         self.rebuilt = self.rebuilt or self.rebuild_needed
         if self.backed_up or self.adopted or self.dropped_entries or self.rebuilt:
@@ -400,9 +426,11 @@ class _Repair:
                     self.backup(path)
         # Always a fresh snapshot and journal with new versions: every process using the
         # directory notices the new journal and re-reads every session file.
-        last_tx = state.last_tx + 1
-        versions = dict.fromkeys(disk, last_tx)
-        data = snapshot_lines(last_tx, state.table.listing(), state.leases, versions)
+        if self.newest_tx > state.last_tx:  # the journal lost records the files still show
+            self.rebuilt = True
+        last_tx = max(state.last_tx, self.newest_tx) + 1
+        files = {session_id: (last_tx, self.line_counts[session_id]) for session_id in disk}
+        data = snapshot_lines(last_tx, state.table.listing(), state.leases, files)
         replace_file(engine.snapshot_path, data, sync=True)
         replace_file(engine.journal_path, encode(JournalHeader(last_tx).to_json()), sync=True)
 
@@ -420,12 +448,20 @@ class _Repair:
         )
 
 
+def _reason(error: ValueError) -> str:
+    return error.reason if isinstance(error, CorruptRecordError) else str(error)
+
+
 def repair(directory: Path, *, lock_timeout: float) -> RepairReport:
     """Repair ``directory`` (see the module docstring): ``JSONLBackend.repair``."""
     if not directory.is_dir():
         raise FileNotFoundError(f"no data directory at {directory}")
     engine = DirectoryEngine(
-        directory, sync_writes=True, lock_timeout=lock_timeout, compact_threshold=1
+        directory,
+        sync_writes=True,
+        lock_timeout=lock_timeout,
+        compact_threshold=1,
+        verify_files=False,
     )
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     fixer = _Repair(engine, directory / BACKUPS / f"repair-{stamp}")

@@ -1,7 +1,8 @@
 """The JSONL backend's session-file records, and the line encoding every file shares.
 
 Every file the backend writes is JSON Lines: one JSON object per line, UTF-8, a newline after
-every line. Session files (``sessions/<id>.jsonl``) hold a :class:`Header` then
+every line, and (since format 2) a CRC32 as the last member of every line (``_lines.sign``).
+Session files (``sessions/<id>.jsonl``) hold a :class:`Header` then
 :data:`SessionLine` records; the journal and snapshot records live in ``_journal``.
 
 Every record carries the transaction number (``tx``) of the write that made it, so the lines of
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeAlias, TypeVar
 
 import attrs
 
+from hermes_sessions.backends.jsonl._lines import sign
 from hermes_sessions.backends.rules import apply_update, check_update
 from hermes_sessions.exceptions import CorruptRecordError, IncompatibleStoreError
 from hermes_sessions.ids import validate_session_id
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = [
+    "CHECKSUMS_SINCE",
     "FORMAT_VERSION",
     "Active",
     "End",
@@ -47,8 +50,14 @@ __all__ = [
     "record_json",
 ]
 
-FORMAT_VERSION: Final = 1
-"""The newest format this library writes and reads (session headers, journal, snapshot)."""
+FORMAT_VERSION: Final = 2
+"""The format this library writes (session headers, journal, snapshot): 2, checksummed lines.
+
+Format 1 (the same records without checksums) is still read; opening a directory migrates it
+(``_migrate``)."""
+
+CHECKSUMS_SINCE: Final = 2
+"""The first format whose every line carries a checksum."""
 
 T = TypeVar("T")
 _PAIR: Final = 2
@@ -60,17 +69,17 @@ _PROBE: Final = SessionRecord(
 
 
 def encode(data: JSONObject) -> bytes:
-    """One line of JSON (readable UTF-8, no spaces) ending in a newline.
+    """One checksummed line of JSON (readable UTF-8, no spaces) ending in a newline.
 
-    Text that cannot be UTF-8 (lone surrogates) is written with ASCII escapes instead, so every
-    line stays valid UTF-8 and reads back to the same string.
+    Text that cannot be UTF-8 (lone surrogates, which the models refuse) would be written with
+    ASCII escapes instead, so every line stays valid UTF-8.
     """
     try:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return text.encode() + b"\n"
+        return sign(text.encode())
     except UnicodeEncodeError:
         text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-        return text.encode() + b"\n"
+        return sign(text.encode())
 
 
 # -- reading fields strictly -----------------------------------------------------------------------
@@ -145,12 +154,13 @@ class Fields:
     def tx(self) -> int:
         return self.integer("tx")
 
-    def format(self, where: Path) -> None:
+    def format(self, where: Path) -> int:
         version = self.integer("format")
         if version > FORMAT_VERSION:
             raise IncompatibleStoreError(
                 str(where), found_version=version, supported_version=FORMAT_VERSION
             )
+        return version
 
 
 def read_message(fields: Fields, data: object, session_id: str) -> Message:
@@ -190,6 +200,8 @@ class Header:
     tx: int
     record: SessionRecord
     next_id: int
+    format: int = FORMAT_VERSION
+    """The format of the file (format 1 files are read, then migrated)."""
 
     def to_json(self) -> JSONObject:
         return {
@@ -277,11 +289,11 @@ SessionLine: TypeAlias = Header | MessageLine | Update | End | Reopen | Active |
 
 
 def _header(fields: Fields, tx: int, session_id: str) -> Header:
-    fields.format(fields.path)
+    version = fields.format(fields.path)
     record = fields.model(fields.mapping("record"), SessionRecord)
     if record.id != session_id:
         fields.fail(f"the header names session {record.id!r}, but the file is {session_id!r}")
-    return Header(tx, record, fields.integer("next_id"))
+    return Header(tx, record, fields.integer("next_id"), version)
 
 
 def _update(fields: Fields, tx: int, _session_id: str) -> Update:

@@ -26,6 +26,7 @@ from hermes_sessions import options
 from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
 from hermes_sessions.backends.rules import apply_update, check_update
 from hermes_sessions.backends.sqlite import _entries as entries_sql
+from hermes_sessions.backends.sqlite import _files as files
 from hermes_sessions.backends.sqlite import _leases as leases_sql
 from hermes_sessions.backends.sqlite import _messages as messages_sql
 from hermes_sessions.backends.sqlite import _plan as plan_sql
@@ -140,6 +141,9 @@ class SQLiteBackend(ClosesOnExit):
             self._open()
         except sqlite3.Error as error:
             self.close()
+            damaged = files.corruption(error, self.path)
+            if damaged is not None:
+                raise damaged from error
             raise StorageError(f"cannot open the SQLite database {self.path}: {error}") from error
         except BaseException:
             self.close()
@@ -161,7 +165,11 @@ class SQLiteBackend(ClosesOnExit):
 
     def _open(self) -> None:
         run = self._connections.run
-        self._connections.create_files()
+        self._connections.create_directory()
+        if self.path.exists():
+            files.check_existing(self.path)
+        else:
+            files.create_database(self.path, self._build, sync=self.durability == "full")
         connection = self._connections.connection()
         version = run(schema.applied_version, write=False, transaction=False)
         schema.check_version(version, str(self.path))
@@ -191,6 +199,15 @@ class SQLiteBackend(ClosesOnExit):
             )
             if schema.fts_state(connection) == "ready":
                 run(schema.mark_fts_stale, write=True)
+
+    def _build(self, path: Path) -> None:
+        """Set up a new database at ``path`` (a temporary name; see ``_files``)."""
+        probe = sqlite3.connect(":memory:")
+        try:
+            fts = schema.fts5_available(probe)
+        finally:
+            probe.close()
+        self._connections.build(path, lambda c: schema.create_schema(c, fts=fts))
 
     def close(self) -> None:
         """Close every connection; later calls raise ``BackendClosedError``. Idempotent."""

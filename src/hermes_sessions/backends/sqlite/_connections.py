@@ -88,21 +88,29 @@ class Connections:
         with self._registry_lock:
             return len(self._connections)
 
-    def create_files(self) -> None:
-        """Create the database file (0600) and its directory (0700) if they are missing."""
+    def create_directory(self) -> None:
+        """Create the database's directory (0700) if it is missing."""
         directory = self.path.parent
         try:
             if not directory.exists():
                 directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            # Create the file private before SQLite does; SQLite gives -wal and -shm its mode.
-            # Only a file that did not exist is opened here: closing a descriptor of a file
-            # that one of our connections has open would drop that connection's locks.
-            descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
-        except FileExistsError:
-            return
         except OSError as error:
             raise StorageError(f"cannot create the database {self.path}: {error}") from error
-        os.close(descriptor)
+
+    def build(self, path: Path, work: Callable[[sqlite3.Connection], None]) -> None:
+        """Run ``work`` in one transaction on a new database file ``path``, then close it.
+
+        The connection is configured like every other (WAL, durability), and closing it folds
+        the write-ahead log into the file.
+        """
+        connection = sqlite3.connect(path, isolation_level=None, factory=_Connection)
+        try:
+            self._configure(connection)
+            connection.execute("BEGIN IMMEDIATE")
+            work(connection)
+            connection.execute("COMMIT")
+        finally:
+            connection.close()
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection (a new one after a fork or in a new thread)."""

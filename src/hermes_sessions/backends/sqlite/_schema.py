@@ -40,6 +40,7 @@ __all__ = [
     "apply_migration",
     "build_index",
     "check_version",
+    "create_schema",
     "fts5_available",
     "fts_state",
     "integrity_problems",
@@ -283,6 +284,15 @@ def migrate(connection: sqlite3.Connection, *, version: int) -> None:
     check_version(current, "the database")
     if current < version:
         apply_migration(connection, version, datetime.now(UTC))
+
+
+def create_schema(connection: sqlite3.Connection, *, fts: bool) -> None:
+    """Set up a new, empty database in the caller's transaction: every migration, the index."""
+    now = datetime.now(UTC)
+    for version in range(1, SCHEMA_VERSION + 1):
+        apply_migration(connection, version, now)
+    if fts:
+        rebuild_fts(connection)
 
 
 def build_index(connection: sqlite3.Connection) -> int:
