@@ -121,7 +121,8 @@ def fold_for_tokens(text: str) -> tuple[str, list[int]]:
     composed into the character before them (``ｶﾞ`` → ``ガ``); every other character of the
     folded text stands for one character of ``text``, in order.
     """
-    folded = _TOKEN_VARIANT_RUN.sub(_translate, text)
+    # A search first: on the common text without variants it costs a third of a ``sub``.
+    folded = _TOKEN_VARIANT_RUN.sub(_translate, text) if _TOKEN_VARIANT_RUN.search(text) else text
     if _VOICED in folded or _SEMI_VOICED in folded:
         return _compose_marks(folded)
     return folded, []
