@@ -56,6 +56,14 @@ def test_half_width_katakana_becomes_full_width(half, full):
     assert fold_width(half) == full
 
 
+def test_every_half_width_katakana_has_its_full_width_form():
+    """Each character U+FF61 to U+FF9D folds to the full-width character Unicode names for it."""
+    for code in range(0xFF61, 0xFF9E):
+        kind, target = unicodedata.decomposition(chr(code)).split()
+        assert kind == "<narrow>", hex(code)
+        assert fold_width(chr(code)) == chr(int(target, 16)), hex(code)
+
+
 @pytest.mark.parametrize(
     ("text", "folded"),
     [

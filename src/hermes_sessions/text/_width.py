@@ -30,12 +30,15 @@ _SPACING: Final = {_VOICED: "\u309b", _SEMI_VOICED: "\u309c"}
 
 
 def _halfwidth_table() -> dict[int, int]:
-    """Half-width katakana and punctuation → their full-width forms (Unicode's ``<narrow>``)."""
+    """Half-width katakana and punctuation → their full-width forms (Unicode's ``<narrow>``).
+
+    Every character of the range has one (the tests check it).
+    """
     table = {}
     for code in range(_HALFWIDTH_FIRST, _HALFWIDTH_LAST + 1):
-        kind, target = unicodedata.decomposition(chr(code)).split()
-        assert kind == "<narrow>"  # noqa: S101  # a property of the block, checked by the tests
-        table[code] = int(target, 16)
+        kind, _, target = unicodedata.decomposition(chr(code)).partition(" ")
+        if kind == "<narrow>":
+            table[code] = int(target, 16)
     return table
 
 
@@ -121,7 +124,8 @@ def fold_for_tokens(text: str) -> tuple[str, list[int]]:
     composed into the character before them (``ｶﾞ`` → ``ガ``); every other character of the
     folded text stands for one character of ``text``, in order.
     """
-    folded = _TOKEN_VARIANT_RUN.sub(_translate, text)
+    # A search first: on the common text without variants it costs a third of a ``sub``.
+    folded = _TOKEN_VARIANT_RUN.sub(_translate, text) if _TOKEN_VARIANT_RUN.search(text) else text
     if _VOICED in folded or _SEMI_VOICED in folded:
         return _compose_marks(folded)
     return folded, []
