@@ -11,26 +11,35 @@ import pytest
 import hermes_sessions
 
 PACKAGE = Path(hermes_sessions.__file__).parent
-# The modules whose public names carry ``.. versionadded::`` so far; store/, aio, protocols,
-# backends/ and testing/ join the list as their names get the note.
+# The modules whose public names carry ``.. versionadded::``; backends/ and testing/ join the
+# list as their names get the note.
 MODULES = [
+    "adapters",
+    "aio",
     "clock",
     "closing",
     "exceptions",
     "files",
+    "formats",
+    "host",
     "ids",
+    "interop",
     "keys",
     "memory",
     "models",
+    "options",
     "paths",
     "policy",
+    "protocols",
     "queries",
     "serde",
+    "store",
     "text",
     "threats",
     "titles",
     "tools",
     "usage",
+    "window",
 ]
 
 
@@ -39,7 +48,7 @@ def _documented_names(path: Path) -> dict[str, str]:
     body = ast.parse(path.read_text(encoding="utf-8")).body
     found: dict[str, str] = {}
     for index, node in enumerate(body):
-        if isinstance(node, ast.ClassDef | ast.FunctionDef):
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             found[node.name] = ast.get_docstring(node) or ""
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             following = body[index + 1] if index + 1 < len(body) else None
@@ -68,4 +77,7 @@ def test_public_names_say_when_they_were_added(module, name):
     documented: dict[str, str] = {}
     for path in files:
         documented.update(_documented_names(path))
+    if name not in documented:  # re-exported from another module: look where it is defined
+        defined = getattr(importlib.import_module(f"hermes_sessions.{module}"), name).__module__
+        documented.update(_documented_names(Path(importlib.import_module(defined).__file__)))
     assert ".. versionadded::" in documented[name], f"{module}.{name} has no versionadded note"

@@ -57,7 +57,10 @@ __all__ = [
 
 
 class Clock(Protocol):
-    """Where the store gets the time. Inject a fake one in tests (``testing.FrozenClock``)."""
+    """Where the store gets the time. Inject a fake one in tests (``testing.FrozenClock``).
+
+    .. versionadded:: 0.1.0
+    """
 
     def now(self) -> datetime:
         """Return the current time as an aware datetime."""

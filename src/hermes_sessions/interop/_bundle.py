@@ -45,9 +45,15 @@ if TYPE_CHECKING:
 __all__ = ["BUNDLE_FORMAT", "BUNDLE_VERSION", "export_bundle", "import_bundle"]
 
 BUNDLE_FORMAT: Final = "hermes-sessions-bundle"
-"""The ``format`` value of a bundle's header line."""
+"""The ``format`` value of a bundle's header line.
+
+.. versionadded:: 0.1.0
+"""
 BUNDLE_VERSION: Final = 1
-"""The bundle version this library writes, and the newest it reads."""
+"""The bundle version this library writes, and the newest it reads.
+
+.. versionadded:: 0.1.0
+"""
 
 
 def _backend(store: SessionStore | Backend) -> Backend:

@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_MESSAGE_CHARS", "import_hermes", "resolve_zone"]
 
 DEFAULT_MAX_MESSAGE_CHARS = 200_000
-"""Messages longer than this are imported whole and listed as ``oversize`` in the report."""
+"""Messages longer than this are imported whole and listed as ``oversize`` in the report.
+
+.. versionadded:: 0.1.0
+"""
 
 
 def resolve_zone(timezone: str | tzinfo | None) -> tzinfo:
