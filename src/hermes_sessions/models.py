@@ -5,11 +5,18 @@ exists is well-formed. Datetimes are always timezone-aware. JSON-shaped fields (
 parts, tool calls, ``model_config``, ``metadata``, ``extra``) hold plain ``dict``/``list`` values;
 treat them as read-only and build a new model with :func:`attrs.evolve` to change one.
 
+One rule for odd values, so that every backend stores what a model holds and gives back the
+same: text must be encodable as UTF-8 (a lone surrogate is refused; U+0000 is fine), and
+JSON-shaped fields hold strict JSON only (string keys; no NaN or infinity; no sets, tuples,
+bytes or other objects). A value breaking it raises
+:class:`~hermes_sessions.exceptions.InvalidValueError` naming the field.
+
 Conversion to and from JSON-able dicts lives in one place, :mod:`hermes_sessions.serde`.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime
 from types import MappingProxyType
@@ -17,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import attrs
 
+from hermes_sessions.exceptions import InvalidValueError
 from hermes_sessions.ids import validate_session_id
 
 if TYPE_CHECKING:
@@ -133,6 +141,63 @@ shares with the conventions (Telegram ``group``, Slack ``channel``) need no entr
 # -- validators and converters shared by the models ------------------------------------------------
 
 
+def _where(instance: object, attribute: attrs.Attribute[Any]) -> str:
+    return f"{type(instance).__name__}.{attribute.name}"
+
+
+def _check_text(value: str, field: str) -> None:
+    """Refuse text that cannot be written as UTF-8 (a lone surrogate), naming ``field``."""
+    if value.isascii():
+        return
+    try:
+        value.encode()
+    except UnicodeEncodeError as error:
+        raise InvalidValueError(
+            field,
+            f"holds a lone surrogate (U+{ord(value[error.start]):04X} at index {error.start}), "
+            "which no UTF-8 file or database can store; decode the text with "
+            "errors='replace' (U+FFFD) or drop the character",
+        ) from None
+
+
+_JSON_ADVICE: Final = "use dict (string keys), list, str, int, float, bool or None"
+
+
+def _check_json(value: object, field: str) -> None:
+    """Refuse anything strict JSON cannot hold, naming where inside ``field`` it is."""
+    stack: list[tuple[object, str]] = [(value, field)]
+    while stack:
+        item, where = stack.pop()
+        if item is None or isinstance(item, bool | int):
+            continue
+        if isinstance(item, str):
+            _check_text(item, where)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidValueError(where, f"is {item!r}, and JSON has no NaN or infinity")
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    raise InvalidValueError(
+                        where, f"has the key {key!r}: JSON object keys are strings"
+                    )
+                _check_text(key, where)
+                stack.append((inner, f"{where}[{key!r}]"))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{where}[{n}]") for n, inner in enumerate(item))
+        else:
+            raise InvalidValueError(
+                where, f"is of type {type(item).__name__}, which is not JSON; {_JSON_ADVICE}"
+            )
+
+
+def _finite(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidValueError(
+            _where(instance, attribute), f"is {value!r}, and JSON has no NaN or infinity"
+        )
+
+
 def _slug(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or SLUG_PATTERN.fullmatch(value) is None:
         raise ValueError(
@@ -184,14 +249,18 @@ def _optional_non_negative(
         _non_negative(instance, attribute, value)
 
 
-def _json_object(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _json_object(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise TypeError(f"{attribute.name} must be a dict with string keys (a JSON object)")
+    _check_json(value, _where(instance, attribute))
 
 
-def _optional_str(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not isinstance(value, str):
+def _optional_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
         raise TypeError(f"{attribute.name} must be a str or None, got {type(value).__name__}")
+    _check_text(value, _where(instance, attribute))
 
 
 def _bool(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -211,7 +280,7 @@ def _id_text(value: object) -> str | None:
 
 
 def _id_field() -> Any:
-    return attrs.field(default=None, converter=_id_text)
+    return attrs.field(default=None, converter=_id_text, validator=_optional_str)
 
 
 def _text_field() -> Any:
@@ -281,10 +350,14 @@ class SessionSource:
 # -- messages --------------------------------------------------------------------------------------
 
 
-def _content(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None or isinstance(value, str):
+def _content(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, str):
+        _check_text(value, _where(instance, attribute))
         return
     if isinstance(value, list) and all(isinstance(part, dict) for part in value):
+        _check_json(value, _where(instance, attribute))
         return
     raise TypeError(
         "content must be a str, None, or a list of multimodal parts (dicts), "
@@ -292,16 +365,18 @@ def _content(_instance: object, _attribute: attrs.Attribute[Any], value: object)
     )
 
 
-def _tool_calls(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not (
-        isinstance(value, list) and all(isinstance(call, dict) for call in value)
-    ):
+def _tool_calls(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if not (isinstance(value, list) and all(isinstance(call, dict) for call in value)):
         raise TypeError("tool_calls must be None or a list of dicts")
+    _check_json(value, _where(instance, attribute))
 
 
-def _role(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+def _role(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or not value:
         raise ValueError(f"role must be a non-empty string such as 'user', got {value!r}")
+    _check_text(value, _where(instance, attribute))
 
 
 def _extra(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -409,7 +484,7 @@ class SessionEntry:
     .. versionadded:: 0.1.0
     """
 
-    session_key: str = attrs.field(validator=attrs.validators.instance_of(str))
+    session_key: str = attrs.field(validator=[attrs.validators.instance_of(str), _optional_str])
     session_id: str = attrs.field(validator=_session_id)
     created_at: datetime = attrs.field(validator=_aware)
     updated_at: datetime = attrs.field(validator=_aware)
@@ -464,7 +539,7 @@ class SessionRecord:
     reasoning_tokens: int = attrs.field(default=0, validator=_non_negative)
     estimated_cost_usd: float | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional(attrs.validators.instance_of((int, float))),
+        validator=attrs.validators.optional([attrs.validators.instance_of((int, float)), _finite]),
     )
     model: str | None = _text_field()
     model_config: JSONObject = attrs.field(factory=dict, validator=_json_object)

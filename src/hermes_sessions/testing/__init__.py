@@ -36,6 +36,7 @@ from hermes_sessions.testing._plans import PlanContract
 from hermes_sessions.testing._routing import RoutingContract
 from hermes_sessions.testing._search import SearchContract
 from hermes_sessions.testing._sessions import ListingContract, SessionContract
+from hermes_sessions.testing._values import ValueContract
 
 __all__ = ["BackendContract", "FrozenClock"]
 
@@ -51,6 +52,7 @@ class BackendContract(
     RewriteContract,
     PlanContract,
     SearchContract,
+    ValueContract,
     DurabilityContract,
 ):
     """The conformance suite for storage backends; subclass it and implement ``make_backend``.
