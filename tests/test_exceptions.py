@@ -21,6 +21,7 @@ from hermes_sessions.exceptions import (
     InvalidKeyError,
     InvalidMemoryContentError,
     InvalidTitleError,
+    InvalidValueError,
     LeaseHeldError,
     LockTimeoutError,
     MemoryContentBlockedError,
@@ -28,6 +29,7 @@ from hermes_sessions.exceptions import (
     MemoryEntryNotFoundError,
     MemoryLimitError,
     MemoryRefusedError,
+    MessageTooLargeError,
     MissingDependencyError,
     SessionNotFoundError,
     StorageError,
@@ -87,6 +89,9 @@ INSTANCES = [
     (InvalidTitleError("t" * 101, "too long"), ValueError),
     (TitleConflictError("plans", "20260101_000000_abcdef12"), ValueError),
     (CorruptRecordError("bad json", path="/tmp/x.jsonl", line=7), ValueError),
+    (CorruptRecordError("bad json", path="state.db", table="messages", row=17), ValueError),
+    (InvalidValueError("Message.extra['x']", "is nan"), ValueError),
+    (MessageTooLargeError(size=20, limit=10, index=1), ValueError),
     (SessionNotFoundError(session_id="abc"), LookupError),
     (SessionNotFoundError(key="agent:main:x:dm", hint="send a message first"), LookupError),
     (AmbiguousSessionError("2026", [f"id{i}" for i in range(12)]), LookupError),
@@ -220,3 +225,16 @@ def test_a_missing_dependency_names_the_extra_and_survives_pickling():
     assert copy.name == "pytest"
     assert "pip install 'hermes-sessions[testing]'" in str(copy)
     assert "hermes_sessions.testing needs pytest" in str(copy)
+
+
+def test_corrupt_records_of_a_database_name_file_table_and_row():
+    """A damaged row is located by file, table and row, and its next step can be replaced."""
+    error = CorruptRecordError(
+        "body is not JSON", path="/data/state.db", table="messages", row=17, hint="restore it"
+    )
+    assert "/data/state.db, table messages row 17" in str(error)
+    assert str(error).endswith("; restore it")
+    assert error.located("/other.db") is error
+    unplaced = CorruptRecordError("body is not JSON", table="messages", row=17)
+    placed = unplaced.located("/data/state.db")
+    assert (placed.path, placed.table, placed.row) == ("/data/state.db", "messages", 17)

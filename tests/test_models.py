@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hermes_sessions import (
     InvalidIdError,
+    InvalidValueError,
     Message,
     ResetDecision,
     SessionEntry,
@@ -162,3 +166,102 @@ def test_stamped_fills_library_fields_and_keeps_the_rest():
     assert copy == attrs.evolve(message, id=7, session_id="s1", timestamp=NOW)
     assert stamped(message) == message
     assert stamped(message) is not message
+
+
+# -- one rule for odd values -----------------------------------------------------------------------
+
+LONE = "broken \ud800 text"
+
+
+@pytest.mark.parametrize(
+    ("build", "field"),
+    [
+        (lambda: Message(role="user", content=LONE), "Message.content"),
+        (lambda: Message(role="user", content=[{"type": "text", "text": LONE}]), "content[0]"),
+        (lambda: Message(role="user", extra={"note": LONE}), "Message.extra['note']"),
+        (lambda: Message(role="user", extra={LONE: 1}), "Message.extra"),
+        (lambda: Message(role="tool", tool_calls=[{"args": [LONE]}]), "tool_calls[0]['args'][0]"),
+        (lambda: Message(role="user", reasoning=LONE), "Message.reasoning"),
+        (lambda: Message(role="user", sender_name=LONE), "Message.sender_name"),
+        (lambda: Message(role="user", platform_message_id=LONE), "Message.platform_message_id"),
+        (lambda: SessionRecord(id="s", source="x", started_at=NOW, title=LONE), "title"),
+        (
+            lambda: SessionRecord(id="s", source="x", started_at=NOW, metadata={"a": LONE}),
+            "metadata",
+        ),
+        (lambda: SessionSource(platform="x", chat_name=LONE), "SessionSource.chat_name"),
+        (
+            lambda: SessionEntry(
+                session_key="k", session_id="s", created_at=NOW, updated_at=NOW, display_name=LONE
+            ),
+            "SessionEntry.display_name",
+        ),
+    ],
+)
+def test_lone_surrogates_are_refused_naming_the_field(build, field):
+    """Text no UTF-8 file or database can hold is refused when the model is built."""
+    with pytest.raises(InvalidValueError, match="surrogate") as info:
+        build()
+    assert isinstance(info.value, ValueError)
+    assert field in info.value.field
+
+
+@pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf])
+def test_nan_and_infinity_are_refused(number):
+    """JSON has no NaN or infinity: no JSON-shaped field and no cost may hold them."""
+    with pytest.raises(InvalidValueError, match="NaN or infinity") as info:
+        Message(role="user", extra={"score": [1, number]})
+    assert info.value.field == "Message.extra['score'][1]"
+    with pytest.raises(InvalidValueError, match="NaN or infinity"):
+        SessionRecord(id="s", source="x", started_at=NOW, model_config={"t": number})
+    with pytest.raises(InvalidValueError, match="NaN or infinity") as cost:
+        SessionRecord(id="s", source="x", started_at=NOW, estimated_cost_usd=number)
+    assert cost.value.field == "SessionRecord.estimated_cost_usd"
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [
+        ({1, 2}, "set"),
+        ((1, 2), "tuple"),
+        (b"raw", "bytes"),
+        (NOW, "datetime"),
+        (object(), "object"),
+    ],
+)
+def test_values_that_are_not_json_are_refused(value, kind):
+    """A set, tuple, bytes or any other object is refused, with what to use instead."""
+    with pytest.raises(InvalidValueError, match=kind) as info:
+        Message(role="user", extra={"x": {"y": value}})
+    assert info.value.field == "Message.extra['x']['y']"
+    assert "list" in str(info.value)
+
+
+def test_json_keys_must_be_strings_at_every_depth():
+    """A nested object with a non-string key is not JSON either."""
+    with pytest.raises(InvalidValueError, match="keys") as info:
+        Message(role="user", content=[{"type": "x", "data": {1: "one"}}])
+    assert info.value.field == "Message.content[0]['data']"
+
+
+def test_nul_characters_are_allowed_in_content():
+    """U+0000 is a character like any other: every backend stores it."""
+    message = Message(role="user", content="a\x00b", extra={"raw": "\x00"})
+    assert message.content == "a\x00b"
+
+
+@settings(max_examples=200)
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_every_json_value_is_accepted(value):
+    """Whatever strict JSON can hold (text without lone surrogates) is a valid extra field."""
+    assert Message(role="user", extra={"v": value}).extra == {"v": value}

@@ -32,6 +32,7 @@ MODULES = [
     "policy",
     "protocols",
     "queries",
+    "results",
     "serde",
     "store",
     "text",

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         InvalidMemoryContentError,
         InvalidSourceError,
         InvalidTitleError,
+        InvalidValueError,
         LeaseHeldError,
         LockTimeoutError,
         MemoryContentBlockedError,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         MemoryEntryNotFoundError,
         MemoryLimitError,
         MemoryRefusedError,
+        MessageTooLargeError,
         MissingDependencyError,
         NaiveDatetimeError,
         SessionInUseError,
@@ -60,7 +62,6 @@ if TYPE_CHECKING:
     )
     from hermes_sessions.memory import MemoryResult, MemorySnapshot, MemoryStore
     from hermes_sessions.models import (
-        AppendResult,
         Message,
         ResetDecision,
         SessionEntry,
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
         SessionSummary,
         Visibility,
     )
+    from hermes_sessions.results import AppendResult
     from hermes_sessions.store import (
         AnchoredView,
         EraseReport,
@@ -121,6 +123,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "InvalidMemoryContentError",
         "InvalidSourceError",
         "InvalidTitleError",
+        "InvalidValueError",
         "LeaseHeldError",
         "LockTimeoutError",
         "MemoryContentBlockedError",
@@ -128,6 +131,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "MemoryEntryNotFoundError",
         "MemoryLimitError",
         "MemoryRefusedError",
+        "MessageTooLargeError",
         "MissingDependencyError",
         "NaiveDatetimeError",
         "SessionInUseError",
@@ -147,8 +151,8 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "session_key_parts",
     ),
     "hermes_sessions.memory": ("MemoryResult", "MemorySnapshot", "MemoryStore"),
+    "hermes_sessions.results": ("AppendResult",),
     "hermes_sessions.models": (
-        "AppendResult",
         "Message",
         "ResetDecision",
         "SessionEntry",
@@ -218,6 +222,7 @@ __all__ = [
     "InvalidMemoryContentError",
     "InvalidSourceError",
     "InvalidTitleError",
+    "InvalidValueError",
     "KeyPolicy",
     "LeaseHeldError",
     "Lineage",
@@ -232,6 +237,7 @@ __all__ = [
     "MemorySnapshot",
     "MemoryStore",
     "Message",
+    "MessageTooLargeError",
     "MissingDependencyError",
     "NaiveDatetimeError",
     "ParsedSessionKey",

@@ -12,6 +12,8 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── TitleConflictError         (ValueError)    the owner already has a session with that title
     ├── CorruptRecordError         (ValueError)    stored data is damaged (file, line / table, row)
     ├── InvalidCursorError         (ValueError)    a pagination cursor was not made by us
+    ├── InvalidValueError          (ValueError)    a value no backend can store (names the field)
+    ├── MessageTooLargeError       (ValueError)    a message over ``max_message_bytes``
     ├── SessionNotFoundError       (LookupError)   no session or routing entry by id/key
     ├── AmbiguousSessionError      (LookupError)   a prefix or title names several sessions
     ├── ConflictError              (RuntimeError)  compare-and-swap lost: the revision moved on
@@ -59,6 +61,7 @@ __all__ = [
     "InvalidMemoryContentError",
     "InvalidSourceError",
     "InvalidTitleError",
+    "InvalidValueError",
     "LeaseHeldError",
     "LockTimeoutError",
     "MemoryContentBlockedError",
@@ -66,6 +69,7 @@ __all__ = [
     "MemoryEntryNotFoundError",
     "MemoryLimitError",
     "MemoryRefusedError",
+    "MessageTooLargeError",
     "MissingDependencyError",
     "NaiveDatetimeError",
     "SessionInUseError",
@@ -263,6 +267,55 @@ class InvalidCursorError(HermesSessionsError, ValueError):
         super().__init__(
             "invalid pagination cursor; pass the next_cursor of a previous page unchanged, "
             "or no cursor to start from the first page"
+        )
+
+
+class InvalidValueError(HermesSessionsError, ValueError):
+    """A model holds a value that not every backend could store and give back the same.
+
+    One rule for every backend: text must be encodable as UTF-8 (no lone surrogates; U+0000
+    is fine), and JSON-shaped fields (message content parts, tool calls, ``extra``,
+    ``metadata``, ``model_config``) hold only strict JSON — objects with string keys, lists,
+    strings, finite numbers, booleans and ``None``; no NaN or infinity, no sets, tuples, bytes or
+    other objects.
+
+    Attributes:
+        field: Where the value is, as ``Model.field`` followed by the path inside it
+            (``Message.extra['scores'][2]``).
+        reason: What is wrong with it.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field} {reason}")
+
+
+class MessageTooLargeError(HermesSessionsError, ValueError):
+    """A message is larger than the backend's ``max_message_bytes``; nothing was written.
+
+    The size is that of the message as the backends store it: its JSON form (without the id,
+    session id and active flag the backend keeps), in UTF-8 bytes.
+
+    Attributes:
+        size: The message's size in bytes.
+        limit: The backend's ``max_message_bytes``.
+        index: The position of the message in the batch that was refused, if known.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, *, size: int, limit: int, index: int | None = None) -> None:
+        self.size = size
+        self.limit = limit
+        self.index = index
+        super().__init__(
+            f"a message of {size:,} bytes is over the limit of {limit:,} bytes "
+            "(max_message_bytes); keep large content (files, images) outside the transcript and "
+            "store a reference to it, or open the backend with a higher max_message_bytes "
+            "(None: no limit)"
         )
 
 

@@ -5,20 +5,27 @@ exists is well-formed. Datetimes are always timezone-aware. JSON-shaped fields (
 parts, tool calls, ``model_config``, ``metadata``, ``extra``) hold plain ``dict``/``list`` values;
 treat them as read-only and build a new model with :func:`attrs.evolve` to change one.
 
+One rule for odd values, so that every backend stores what a model holds and gives back the
+same: text must be encodable as UTF-8 (a lone surrogate is refused; U+0000 is fine), and
+JSON-shaped fields hold strict JSON only (string keys; no NaN or infinity; no sets, tuples,
+bytes or other objects). A value breaking it raises
+:class:`~hermes_sessions.exceptions.InvalidValueError` naming the field.
+
 Conversion to and from JSON-able dicts lives in one place, :mod:`hermes_sessions.serde`.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable, Sequence
 from datetime import datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import attrs
 
 from hermes_sessions.clock import require_aware
+from hermes_sessions.exceptions import InvalidValueError
 from hermes_sessions.ids import validate_session_id
 
 if TYPE_CHECKING:
@@ -27,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CONVENTIONAL_CHAT_TYPES",
     "PLATFORM_CHAT_TYPES",
-    "AppendResult",
     "EndReason",
     "JSONObject",
     "Message",
@@ -136,6 +142,63 @@ shares with the conventions (Telegram ``group``, Slack ``channel``) need no entr
 # -- validators and converters shared by the models ------------------------------------------------
 
 
+def _where(instance: object, attribute: attrs.Attribute[Any]) -> str:
+    return f"{type(instance).__name__}.{attribute.name}"
+
+
+def _check_text(value: str, field: str) -> None:
+    """Refuse text that cannot be written as UTF-8 (a lone surrogate), naming ``field``."""
+    if value.isascii():
+        return
+    try:
+        value.encode()
+    except UnicodeEncodeError as error:
+        raise InvalidValueError(
+            field,
+            f"holds a lone surrogate (U+{ord(value[error.start]):04X} at index {error.start}), "
+            "which no UTF-8 file or database can store; decode the text with "
+            "errors='replace' (U+FFFD) or drop the character",
+        ) from None
+
+
+_JSON_ADVICE: Final = "use dict (string keys), list, str, int, float, bool or None"
+
+
+def _check_json(value: object, field: str) -> None:
+    """Refuse anything strict JSON cannot hold, naming where inside ``field`` it is."""
+    stack: list[tuple[object, str]] = [(value, field)]
+    while stack:
+        item, where = stack.pop()
+        if item is None or isinstance(item, bool | int):
+            continue
+        if isinstance(item, str):
+            _check_text(item, where)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidValueError(where, f"is {item!r}, and JSON has no NaN or infinity")
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    raise InvalidValueError(
+                        where, f"has the key {key!r}: JSON object keys are strings"
+                    )
+                _check_text(key, where)
+                stack.append((inner, f"{where}[{key!r}]"))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{where}[{n}]") for n, inner in enumerate(item))
+        else:
+            raise InvalidValueError(
+                where, f"is of type {type(item).__name__}, which is not JSON; {_JSON_ADVICE}"
+            )
+
+
+def _finite(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidValueError(
+            _where(instance, attribute), f"is {value!r}, and JSON has no NaN or infinity"
+        )
+
+
 def _slug(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or SLUG_PATTERN.fullmatch(value) is None:
         raise ValueError(
@@ -181,14 +244,18 @@ def _optional_non_negative(
         _non_negative(instance, attribute, value)
 
 
-def _json_object(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _json_object(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise TypeError(f"{attribute.name} must be a dict with string keys (a JSON object)")
+    _check_json(value, _where(instance, attribute))
 
 
-def _optional_str(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not isinstance(value, str):
+def _optional_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
         raise TypeError(f"{attribute.name} must be a str or None, got {type(value).__name__}")
+    _check_text(value, _where(instance, attribute))
 
 
 def _bool(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -233,23 +300,25 @@ class SessionSource:
 
     platform: str = attrs.field(validator=_slug)
     """Lowercase platform slug (``feishu``, ``telegram``, ``discord``, ``whatsapp``, ...)."""
-    chat_id: str | None = attrs.field(default=None, converter=_id_text)
+    chat_id: str | None = attrs.field(default=None, converter=_id_text, validator=_optional_str)
     """The chat (DM, group, channel) the message arrived in."""
     chat_type: str = attrs.field(default="dm", validator=_slug)
     """Conventionally ``dm``, ``group``, ``channel`` or ``thread``."""
-    user_id: str | None = attrs.field(default=None, converter=_id_text)
+    user_id: str | None = attrs.field(default=None, converter=_id_text, validator=_optional_str)
     """The sender's platform id."""
-    user_id_alt: str | None = attrs.field(default=None, converter=_id_text)
+    user_id_alt: str | None = attrs.field(default=None, converter=_id_text, validator=_optional_str)
     """A stable alternate sender id (Feishu union_id, Signal UUID); preferred in keys."""
-    thread_id: str | None = attrs.field(default=None, converter=_id_text)
+    thread_id: str | None = attrs.field(default=None, converter=_id_text, validator=_optional_str)
     """Thread or forum topic within the chat."""
     chat_name: str | None = _text_field()
     user_name: str | None = _text_field()
     chat_topic: str | None = _text_field()
-    scope_id: str | None = attrs.field(default=None, converter=_id_text)
+    scope_id: str | None = attrs.field(default=None, converter=_id_text, validator=_optional_str)
     """Workspace, guild or tenant."""
-    parent_chat_id: str | None = attrs.field(default=None, converter=_id_text)
-    message_id: str | None = attrs.field(default=None, converter=_id_text)
+    parent_chat_id: str | None = attrs.field(
+        default=None, converter=_id_text, validator=_optional_str
+    )
+    message_id: str | None = attrs.field(default=None, converter=_id_text, validator=_optional_str)
     """The platform's id of the message that produced this source."""
     platform_chat_type: str | None = _text_field()
     """The platform's own chat-type name when it differs from ``chat_type`` (``supergroup``).
@@ -274,10 +343,14 @@ class SessionSource:
 # -- messages --------------------------------------------------------------------------------------
 
 
-def _content(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None or isinstance(value, str):
+def _content(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, str):
+        _check_text(value, _where(instance, attribute))
         return
     if isinstance(value, list) and all(isinstance(part, dict) for part in value):
+        _check_json(value, _where(instance, attribute))
         return
     raise TypeError(
         "content must be a str, None, or a list of multimodal parts (dicts), "
@@ -285,16 +358,18 @@ def _content(_instance: object, _attribute: attrs.Attribute[Any], value: object)
     )
 
 
-def _tool_calls(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not (
-        isinstance(value, list) and all(isinstance(call, dict) for call in value)
-    ):
+def _tool_calls(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if not (isinstance(value, list) and all(isinstance(call, dict) for call in value)):
         raise TypeError("tool_calls must be None or a list of dicts")
+    _check_json(value, _where(instance, attribute))
 
 
-def _role(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+def _role(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or not value:
         raise ValueError(f"role must be a non-empty string such as 'user', got {value!r}")
+    _check_text(value, _where(instance, attribute))
 
 
 def _extra(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -332,61 +407,17 @@ class Message:
     token_count: int | None = attrs.field(default=None, validator=_optional_non_negative)
     finish_reason: str | None = _text_field()
     reasoning: str | None = _text_field()
-    platform_message_id: str | None = attrs.field(default=None, converter=_id_text)
+    platform_message_id: str | None = attrs.field(
+        default=None, converter=_id_text, validator=_optional_str
+    )
     """The platform's id; appends are idempotent on it within a session."""
-    sender_id: str | None = attrs.field(default=None, converter=_id_text)
+    sender_id: str | None = attrs.field(default=None, converter=_id_text, validator=_optional_str)
     """Who spoke, in shared sessions (used by ``erase_user``)."""
     sender_name: str | None = _text_field()
     active: bool = attrs.field(default=True, validator=_bool)
     """``False`` once soft-deleted (undo, retract); restorable."""
     extra: JSONObject = attrs.field(factory=dict, validator=_extra)
     """Every other JSON field, kept losslessly."""
-
-
-def _message_tuple(messages: Iterable[Message]) -> tuple[Message, ...]:
-    return tuple(messages)
-
-
-@attrs.frozen
-class AppendResult(Sequence[Message]):
-    """What an append did: the batch's messages as the store now holds them.
-
-    A batch whose first message carrying a ``platform_message_id`` is already in the session is
-    a *redelivery* (a webhook sent twice): nothing of it is stored, ``duplicate`` is true, and
-    the result holds the stored copies of the batch's messages that have one. Otherwise the
-    result has one message per input, in order — new ones with their ids, and in place of a
-    later message whose platform id was already stored, that stored copy (listed in
-    ``existing`` too).
-
-    .. versionadded:: 0.1.0
-    """
-
-    messages: tuple[Message, ...] = attrs.field(converter=_message_tuple)
-    duplicate: bool = attrs.field(default=False, kw_only=True)
-    """True when the batch was a redelivery and nothing was stored."""
-    existing: tuple[Message, ...] = attrs.field(default=(), converter=_message_tuple, kw_only=True)
-    """The messages of the batch that were already stored (skipped)."""
-
-    @property
-    def stored(self) -> tuple[Message, ...]:
-        """The messages this append wrote (empty for a redelivery)."""
-        seen = {m.id for m in self.existing}
-        written: list[Message] = []
-        for message in self.messages:
-            if message.id not in seen:
-                seen.add(message.id)
-                written.append(message)
-        return tuple(written)
-
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
-    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
-        return self.messages[index]
-
-    def __len__(self) -> int:
-        return len(self.messages)
 
 
 MESSAGE_FIELDS: Final = frozenset(a.name for a in attrs.fields(Message)) - {"extra"}
@@ -448,7 +479,7 @@ class SessionEntry:
     .. versionadded:: 0.1.0
     """
 
-    session_key: str = attrs.field(validator=attrs.validators.instance_of(str))
+    session_key: str = attrs.field(validator=[attrs.validators.instance_of(str), _optional_str])
     session_id: str = attrs.field(validator=_session_id)
     created_at: datetime = attrs.field(validator=_aware)
     updated_at: datetime = attrs.field(validator=_aware)
@@ -486,7 +517,7 @@ class SessionRecord:
     started_at: datetime = attrs.field(validator=_aware)
     session_key: str | None = _text_field()
     """The key that created the session; lets the routing index be rebuilt from transcripts."""
-    user_id: str | None = attrs.field(default=None, converter=_id_text)
+    user_id: str | None = attrs.field(default=None, converter=_id_text, validator=_optional_str)
     title: str | None = _text_field()
     parent_session_id: str | None = attrs.field(default=None, validator=_optional_session_id)
     ended_at: datetime | None = attrs.field(default=None, validator=_optional_aware)
@@ -505,7 +536,7 @@ class SessionRecord:
     reasoning_tokens: int = attrs.field(default=0, validator=_non_negative)
     estimated_cost_usd: float | None = attrs.field(
         default=None,
-        validator=attrs.validators.optional(attrs.validators.instance_of((int, float))),
+        validator=attrs.validators.optional([attrs.validators.instance_of((int, float)), _finite]),
     )
     model: str | None = _text_field()
     model_config: JSONObject = attrs.field(factory=dict, validator=_json_object)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import attrs
 
 __all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "DURABILITIES",
     "Durability",
     "durability",
@@ -35,6 +36,16 @@ Durability: TypeAlias = Literal["full", "normal"]
 
 DURABILITIES: Final[tuple[Durability, ...]] = ("full", "normal")
 """Every :data:`Durability`, in the order the documentation names them.
+
+.. versionadded:: 0.1.0
+"""
+
+
+DEFAULT_MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
+"""Every backend's ``max_message_bytes`` unless told otherwise: 16 MiB.
+
+A message larger than this (its JSON form, in UTF-8 bytes) is refused with
+:class:`~hermes_sessions.exceptions.MessageTooLargeError`; ``None`` turns the check off.
 
 .. versionadded:: 0.1.0
 """

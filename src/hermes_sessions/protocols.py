@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import attrs
 
-from hermes_sessions.models import AppendResult, EndReason, Message, SessionEntry, SessionRecord
+from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from types import TracebackType
 
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+    from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
 __all__ = [

@@ -212,3 +212,17 @@ def test_source_is_never_written(profile):
     import_hermes(profile.root, _store(), timezone=ZONE)
     after = {p: p.read_bytes() for p in profile.root.rglob("*") if p.is_file()}
     assert before == after
+
+
+def test_messages_over_the_backends_limit_are_skipped_and_reported(profile):
+    """A message the target backend refuses as too large is left out; the others are imported."""
+    profile.session("s1")
+    profile.message("s1", "user", "short")
+    profile.message("s1", "assistant", "y" * 500)
+    profile.message("s1", "user", "after")
+    store = SessionStore(InMemoryBackend(max_message_bytes=200))
+    report = import_hermes(profile.root, store, timezone=ZONE)
+    assert [m.content for m in store.transcript("s1")] == ["short", "after"]
+    (problem,) = [p for p in report.problems if p.kind == "too_large"]
+    assert problem.where == "s1"
+    assert "200" in problem.detail

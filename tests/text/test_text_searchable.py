@@ -87,9 +87,11 @@ def test_searchable_text_of_odd_tool_calls():
 
 
 def test_searchable_text_skips_values_that_are_not_json():
-    """Objects a host left in a call's ``input`` are skipped."""
-    call = {"name": "f", "input": {"when": object(), "tags": ("a", {"b"})}}
-    assert searchable_text(Message(role="assistant", tool_calls=[call])) == "f\na"
+    """Objects a host put into a call's ``input`` after building the message are skipped."""
+    call: dict[str, object] = {"name": "f", "input": {}}
+    message = Message(role="assistant", tool_calls=[call])  # the model refuses them up front
+    call["input"] = {"when": object(), "tags": ("a", {"b"})}
+    assert searchable_text(message) == "f\na"
 
 
 def test_searchable_text_caps_huge_arguments():

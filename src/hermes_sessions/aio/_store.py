@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from hermes_sessions.models import (
-        AppendResult,
         Message,
         MessageContent,
         ResetDecision,
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
         SessionQuery,
         SessionQueryFields,
     )
+    from hermes_sessions.results import AppendResult
     from hermes_sessions.store import (
         AnchoredView,
         EraseReport,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import attrs
 
+from hermes_sessions import options
 from hermes_sessions.backends.memtables import (
     EntryTable,
     MessageIndex,
@@ -22,6 +23,7 @@ from hermes_sessions.backends.memtables import (
 )
 from hermes_sessions.backends.rules import (
     apply_update,
+    check_message_sizes,
     check_update,
     fresh_record,
     lease_is_free,
@@ -34,9 +36,10 @@ from hermes_sessions.protocols import Capabilities
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
+    from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+    from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
 __all__ = ["InMemoryBackend"]
@@ -68,6 +71,11 @@ class InMemoryBackend(ClosesOnExit):
     .. versionadded:: 0.1.0
     """
 
+    max_message_bytes: int | None = attrs.field(
+        default=options.DEFAULT_MAX_MESSAGE_BYTES, kw_only=True, validator=options.optional_size
+    )
+    """Messages larger than this (their JSON form, in UTF-8 bytes) are refused with
+    ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default, as on every backend."""
     _lock: threading.RLock = attrs.field(factory=threading.RLock, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _table: EntryTable = attrs.field(factory=EntryTable, init=False)
@@ -210,6 +218,7 @@ class InMemoryBackend(ClosesOnExit):
     ) -> AppendResult:
         """Append atomically and idempotently by platform message id (the redelivery rule)."""
         transcript = self._transcript(session_id)
+        check_message_sizes(messages, self.max_message_bytes)
         result = self._append(transcript, messages)
         if usage is not None and not result.duplicate:
             transcript.record = apply_update(transcript.record, usage.values(), usage.increments())
@@ -264,6 +273,7 @@ class InMemoryBackend(ClosesOnExit):
     @_locked
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
         """Replace one message's fields, keeping its id; re-index it."""
+        check_message_sizes([message], self.max_message_bytes)
         new = self._transcript(session_id).replace(message_id, message)
         self._index.add(new)
         return new
@@ -272,6 +282,7 @@ class InMemoryBackend(ClosesOnExit):
     def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         """Replace the whole transcript atomically (new ids)."""
         transcript = self._transcript(session_id)
+        check_message_sizes(messages, self.max_message_bytes)
         for message in transcript.clear():
             self._index.remove(session_id, message.id or 0)
         return list(self._append(transcript, messages))
@@ -294,6 +305,7 @@ class InMemoryBackend(ClosesOnExit):
     @_locked
     def apply(self, plan: RotationPlan) -> list[SessionEntry]:
         """Commit ``plan`` atomically: every precondition first, then every change."""
+        check_message_sizes(plan.messages, self.max_message_bytes)
         resolved = resolve_plan(plan, self._table, self._record_or_none)
         if plan.create is not None:
             self.create_session(plan.create)

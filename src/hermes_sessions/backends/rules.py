@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from hermes_sessions import text
-from hermes_sessions.exceptions import ConflictError, SessionNotFoundError
-from hermes_sessions.models import AppendResult, Message, stamped
+from hermes_sessions.exceptions import ConflictError, MessageTooLargeError, SessionNotFoundError
+from hermes_sessions.models import Message, stamped
 from hermes_sessions.queries import SearchHit
+from hermes_sessions.results import AppendResult
+from hermes_sessions.serde import compact_json, message_dict
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from datetime import datetime
 
     from hermes_sessions.models import SessionEntry, SessionRecord
@@ -30,12 +32,14 @@ __all__ = [
     "SETTABLE_FIELDS",
     "AppendPlan",
     "apply_update",
+    "check_message_sizes",
     "check_plan",
     "check_revision",
     "check_update",
     "fresh_record",
     "lease_is_free",
     "make_hit",
+    "message_size",
     "missing_session",
     "plan_append",
     "rank_hits",
@@ -95,6 +99,58 @@ def fresh_record(record: SessionRecord) -> SessionRecord:
     return attrs.evolve(
         record, message_count=0, tool_call_count=0, last_active_at=record.started_at
     )
+
+
+# -- the size of a message -------------------------------------------------------------------------
+
+_KEPT_APART: Final = frozenset({"id", "session_id", "active"})
+_TEXT_FIELDS: Final = (
+    "role",
+    "content",
+    "tool_call_id",
+    "tool_name",
+    "finish_reason",
+    "reasoning",
+    "platform_message_id",
+    "sender_id",
+    "sender_name",
+)
+_FIXED_BYTES: Final = 512
+"""More than every field name, quote, colon and comma, the timestamp and the token count take."""
+_MOST_BYTES_PER_CHARACTER: Final = 6  # ``\u001f``: an escaped control character
+
+
+def message_size(message: Message) -> int:
+    """The size of a message as stored: its JSON form without id, session and active flag.
+
+    In UTF-8 bytes; the same for every backend, whatever its own framing adds.
+    """
+    return len(compact_json(message_dict(message, skip=_KEPT_APART)).encode())
+
+
+def _bound(message: Message) -> int | None:
+    """A cheap upper bound of :func:`message_size` for a text-only message (else ``None``)."""
+    if message.extra or message.tool_calls or isinstance(message.content, list):
+        return None
+    characters = sum(len(getattr(message, name) or "") for name in _TEXT_FIELDS)
+    return _FIXED_BYTES + _MOST_BYTES_PER_CHARACTER * characters
+
+
+def check_message_sizes(messages: Iterable[Message], limit: int | None) -> None:
+    """Refuse a batch holding a message over ``limit`` bytes (``None``: no limit).
+
+    Called before anything is written. A text-only message far below the limit is passed
+    without being encoded.
+    """
+    if limit is None:
+        return
+    for index, message in enumerate(messages):
+        bound = _bound(message)
+        if bound is not None and bound <= limit:
+            continue
+        size = message_size(message)
+        if size > limit:
+            raise MessageTooLargeError(size=size, limit=limit, index=index)
 
 
 def tool_call_count(message: Message) -> int:

@@ -11,6 +11,7 @@ from hermes_sessions.exceptions import (
     ConflictError,
     InvalidSourceError,
     MemoryRefusedError,
+    MessageTooLargeError,
 )
 from hermes_sessions.interop._hermes_profile import HermesSession, read_profile
 from hermes_sessions.interop._report import HermesImportReport, ImportProblem
@@ -144,9 +145,25 @@ def _import_session(
         # An earlier import stopped between creating the session and writing its messages.
     else:
         backend.create_session(record)
-    if session.messages:
-        backend.append_messages(record.id, session.messages)
-    return len(session.messages)
+    messages = list(session.messages)
+    while messages:
+        try:
+            backend.append_messages(record.id, messages)
+        except MessageTooLargeError as error:
+            if error.index is None:
+                raise
+            del messages[error.index]
+            problems.append(
+                ImportProblem(
+                    kind="too_large",
+                    where=record.id,
+                    detail=f"a message of {error.size:,} bytes, over the target's limit of "
+                    f"{error.limit:,} (max_message_bytes), was left out",
+                )
+            )
+        else:
+            break
+    return len(messages)
 
 
 def _import_entry(backend: Backend, entry: SessionEntry, problems: list[ImportProblem]) -> bool:

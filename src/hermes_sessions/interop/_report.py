@@ -15,7 +15,9 @@ class ImportProblem:
 
     ``kind`` is one of ``truncated_line`` (a torn last line, skipped), ``bad_line`` (a line that is
     not a JSON object, skipped), ``surrogates`` (lone surrogates replaced by U+FFFD),
-    ``oversize`` (a message longer than the limit, imported whole), ``jsonl_preferred`` (the
+    ``oversize`` (a message longer than the limit, imported whole), ``too_large`` (a message
+    the target backend refuses as larger than its ``max_message_bytes``, left out),
+    ``jsonl_preferred`` (the
     legacy transcript held more messages than the database), ``conflict`` (the target already
     holds something else under that id or key; nothing was overwritten), ``bad_record`` (a row or
     entry that does not make a valid record, skipped), ``memory_refused`` (the memory store refused

@@ -27,7 +27,6 @@ from hermes_sessions.exceptions import ConflictError, SessionNotFoundError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.keys import KeyPolicy
 from hermes_sessions.models import (
-    AppendResult,
     Message,
     MessageContent,
     RotateReason,
@@ -60,6 +59,7 @@ if TYPE_CHECKING:
         SessionPage,
         SessionQueryFields,
     )
+    from hermes_sessions.results import AppendResult
     from hermes_sessions.store._housekeeping import EraseReport, PruneReport
     from hermes_sessions.store._lineage import Lineage
     from hermes_sessions.store._targets import ResumeFilter

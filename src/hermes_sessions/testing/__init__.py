@@ -37,6 +37,7 @@ from hermes_sessions.testing._redelivery import RedeliveryContract, UsageContrac
 from hermes_sessions.testing._routing import RoutingContract
 from hermes_sessions.testing._search import SearchContract
 from hermes_sessions.testing._sessions import ListingContract, SessionContract
+from hermes_sessions.testing._values import ValueContract
 from hermes_sessions.testing._width import WidthContract
 
 __all__ = ["BackendContract", "FrozenClock"]
@@ -55,6 +56,7 @@ class BackendContract(
     RewriteContract,
     PlanContract,
     SearchContract,
+    ValueContract,
     WidthContract,
     DurabilityContract,
 ):

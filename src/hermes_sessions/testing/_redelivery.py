@@ -13,8 +13,9 @@ from hermes_sessions.testing._support import ContractBase, entry_for, minutes, s
 from hermes_sessions.usage import Usage
 
 if TYPE_CHECKING:
-    from hermes_sessions.models import AppendResult, Message
+    from hermes_sessions.models import Message
     from hermes_sessions.protocols import Backend
+    from hermes_sessions.results import AppendResult
 
 KEY = "agent:main:telegram:dm:1"
 

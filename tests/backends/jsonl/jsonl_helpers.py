@@ -25,7 +25,11 @@ def crc_ok(raw):
 
 def signed(data):
     """``data`` as a checksummed line, written the documented way (no library code involved)."""
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    return signed_bytes(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def signed_bytes(body):
+    """A JSON object's bytes as a checksummed line."""
     return body[:-1] + b',"crc":"%08x"}\n' % zlib.crc32(body)
 
 

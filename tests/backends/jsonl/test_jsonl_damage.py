@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from jsonl_helpers import KEY, as_written, edit_lines, json_lines, session_file
+from jsonl_helpers import KEY, as_written, edit_lines, json_lines, session_file, signed_bytes
 
 from hermes_sessions.backends import JSONLBackend
 from hermes_sessions.exceptions import (
@@ -255,14 +256,18 @@ def test_stray_session_file_is_not_overwritten(backend, directory):
     assert backend.get_entry(KEY) is None
 
 
-def test_text_that_is_not_utf8_round_trips(backend, directory):
-    """A lone surrogate in a message is written with escapes and reads back unchanged."""
-    seed(backend, "s1", None, say("broken \ud800 text", extra={"note": "\udfff"}))
-    assert b"\\ud800" in session_file(directory, "s1").read_bytes()
-    with JSONLBackend(directory) as again:
-        (message,) = again.get_messages("s1")
-    assert message.content == "broken \ud800 text"
-    assert message.extra == {"note": "\udfff"}
+def test_a_stored_lone_surrogate_is_a_corrupt_record(backend, directory):
+    """Text no model accepts any more (written escaped by earlier versions) names its line."""
+    seed(backend, "s1", None, say("one"))
+    path = session_file(directory, "s1")
+    message = {"role": "user", "content": "broken \ud800 text", "id": 2}
+    with path.open("ab") as file:
+        file.write(
+            signed_bytes(b'{"type":"message","tx":1,"message":%s}' % json.dumps(message).encode())
+        )
+    with pytest.raises(CorruptRecordError, match="surrogate") as info:
+        JSONLBackend(directory)
+    assert (info.value.path, info.value.line) == (path, 3)
 
 
 def test_session_file_without_header_is_reported(backend, directory):

@@ -35,6 +35,7 @@ from hermes_sessions.backends.jsonl._session_records import Active, End, Message
 from hermes_sessions.backends.memtables import Transcript, resolve_plan, session_page
 from hermes_sessions.backends.rules import (
     apply_update,
+    check_message_sizes,
     check_update,
     fresh_record,
     lease_is_free,
@@ -53,9 +54,10 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
     from hermes_sessions.backends.jsonl._cache import SessionFile, State
-    from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
+    from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+    from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
 __all__ = ["DroppedLine", "JSONLBackend", "RepairReport"]
@@ -125,6 +127,11 @@ class JSONLBackend(ClosesOnExit):
     """The journal is compacted into ``routing.jsonl`` once it holds more records than this or
     than the number of entries plus sessions, whichever is larger (so compaction costs stay
     proportional to the writes that caused them)."""
+    max_message_bytes: int | None = attrs.field(
+        default=options.DEFAULT_MAX_MESSAGE_BYTES, kw_only=True, validator=options.optional_size
+    )
+    """Messages larger than this (their JSON form, in UTF-8 bytes) are refused with
+    ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default, as on every backend."""
     _engine: DirectoryEngine = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
 
     def __attrs_post_init__(self) -> None:
@@ -315,6 +322,7 @@ class JSONLBackend(ClosesOnExit):
     ) -> AppendResult:
         """Append atomically and idempotently (one write of whole lines, announced first)."""
         validate_session_id(session_id)
+        check_message_sizes(messages, self.max_message_bytes)
         with self._engine.writing() as state:
             plan = _session(state, session_id).transcript.prepare(messages)
             if plan.result.duplicate:
@@ -379,6 +387,7 @@ class JSONLBackend(ClosesOnExit):
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
         """Replace one message, keeping its id (the file is rewritten: the old text is gone)."""
         validate_session_id(session_id)
+        check_message_sizes([message], self.max_message_bytes)
         with self._engine.writing() as state:
             copy = _session(state, session_id).transcript.copy()
             copy.replace(message_id, message)
@@ -389,6 +398,7 @@ class JSONLBackend(ClosesOnExit):
     def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         """Replace the whole transcript atomically (new ids; the file is rewritten)."""
         validate_session_id(session_id)
+        check_message_sizes(messages, self.max_message_bytes)
         with self._engine.writing() as state:
             copy = _session(state, session_id).transcript.copy()
             copy.clear()
@@ -442,6 +452,7 @@ class JSONLBackend(ClosesOnExit):
 
         A crash part-way is completed from the journal record by the next process to look.
         """
+        check_message_sizes(plan.messages, self.max_message_bytes)
         with self._engine.writing() as state:
             resolved = resolve_plan(plan, state.table, self._record_of(state))
             tx = self._engine.next_tx

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from hermes_sessions import options
 from hermes_sessions.backends.postgres import _messages as writes
 from hermes_sessions.backends.postgres import _reindex
 from hermes_sessions.backends.postgres import _schema as schema
@@ -35,7 +36,12 @@ from hermes_sessions.backends.postgres._rows import (
 )
 from hermes_sessions.backends.postgres._search import search as run_search
 from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
-from hermes_sessions.backends.rules import apply_update, check_update, missing_session
+from hermes_sessions.backends.rules import (
+    apply_update,
+    check_message_sizes,
+    check_update,
+    missing_session,
+)
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import StorageError
 from hermes_sessions.protocols import Capabilities
@@ -47,9 +53,10 @@ if TYPE_CHECKING:
 
     import psycopg
 
-    from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
+    from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
+    from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
 __all__ = ["DSN_VARIABLE", "PostgresBackend"]
@@ -74,10 +81,17 @@ class PostgresBackend(Connections, ClosesOnExit):
             is retried (``SET LOCAL lock_timeout``); by default it waits as long as it takes.
         retries: Further attempts after a deadlock, serialisation failure or lock timeout
             (jittered, doubling pauses); then :class:`~hermes_sessions.exceptions.LockTimeoutError`.
+        max_message_bytes: Refuse a message larger than this (its JSON form, in UTF-8 bytes)
+            with ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default.
 
     .. versionadded:: 0.1.0
     """
 
+    max_message_bytes: int | None = attrs.field(
+        default=options.DEFAULT_MAX_MESSAGE_BYTES, kw_only=True, validator=options.optional_size
+    )
+    """Messages larger than this (their JSON form, in UTF-8 bytes) are refused with
+    ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default, as on every backend."""
     migrations_applied: int = attrs.field(default=0, init=False)
     """How many migrations opening this backend applied (0 when another host already had)."""
     # Whether the message_text rows are known to hold the current token stream (stays true).
@@ -305,6 +319,7 @@ class PostgresBackend(Connections, ClosesOnExit):
         usage: Usage | None = None,
     ) -> AppendResult:
         """Append atomically and idempotently by platform message id; one transaction."""
+        check_message_sizes(messages, self.max_message_bytes)
 
         def work(connection: psycopg.Connection[Any]) -> AppendResult:
             result = writes.append(self, connection, session_id, messages, touch_at=touch_at)
@@ -374,11 +389,13 @@ class PostgresBackend(Connections, ClosesOnExit):
     @guarded
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
         """Replace one message's fields, keeping its id; re-index it."""
+        check_message_sizes([message], self.max_message_bytes)
         return self._run(lambda c: writes.replace_one(self, c, session_id, message_id, message))
 
     @guarded
     def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         """Replace the whole transcript atomically (new ids)."""
+        check_message_sizes(messages, self.max_message_bytes)
         return self._run(lambda c: writes.replace_all(self, c, session_id, messages))
 
     @guarded
@@ -398,6 +415,7 @@ class PostgresBackend(Connections, ClosesOnExit):
     @guarded
     def apply(self, plan: RotationPlan) -> list[SessionEntry]:
         """Commit ``plan`` atomically: lock, check every precondition, then make every change."""
+        check_message_sizes(plan.messages, self.max_message_bytes)
         return self._run(lambda c: statements.apply_plan(self, c, plan))
 
     # -- leases ------------------------------------------------------------------------------------

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     import psycopg
 
     from hermes_sessions.backends.postgres._pool import Connections
-    from hermes_sessions.models import AppendResult, Message
+    from hermes_sessions.models import Message
+    from hermes_sessions.results import AppendResult
 
 __all__ = ["append", "delete", "lock_session", "replace_all", "replace_one", "set_active"]
 

@@ -24,7 +24,7 @@ import attrs
 
 from hermes_sessions import options
 from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
-from hermes_sessions.backends.rules import apply_update, check_update
+from hermes_sessions.backends.rules import apply_update, check_message_sizes, check_update
 from hermes_sessions.backends.sqlite import _entries as entries_sql
 from hermes_sessions.backends.sqlite import _files as files
 from hermes_sessions.backends.sqlite import _leases as leases_sql
@@ -50,9 +50,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
-    from hermes_sessions.models import AppendResult, Message, SessionEntry, SessionRecord
+    from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
+    from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
 __all__ = ["SQLiteBackend"]
@@ -101,6 +102,8 @@ class SQLiteBackend(ClosesOnExit):
             checkpoints).
         secure_delete: Overwrite deleted content with zeros (``PRAGMA secure_delete``), so
             deleted text does not linger in free space; see :meth:`scrub`.
+        max_message_bytes: Refuse a message larger than this (its JSON form, in UTF-8 bytes)
+            with ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default.
 
     The options cannot be changed once the backend is open.
 
@@ -123,6 +126,11 @@ class SQLiteBackend(ClosesOnExit):
         default=True, kw_only=True, validator=attrs.validators.instance_of(bool)
     )
     """Whether deleted content is overwritten with zeros."""
+    max_message_bytes: int | None = attrs.field(
+        default=options.DEFAULT_MAX_MESSAGE_BYTES, kw_only=True, validator=options.optional_size
+    )
+    """Messages larger than this (their JSON form, in UTF-8 bytes) are refused with
+    ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default, as on every backend."""
     _connections: Connections = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
     _fts: bool = attrs.field(default=True, init=False, on_setattr=attrs.setters.NO_OP)
     # Whether the FTS5 rows are known to hold the current token stream; once true, it stays so.
@@ -335,6 +343,7 @@ class SQLiteBackend(ClosesOnExit):
         usage: Usage | None = None,
     ) -> AppendResult:
         """Append atomically and idempotently by platform message id; one transaction."""
+        check_message_sizes(messages, self.max_message_bytes)
 
         def work(connection: sqlite3.Connection) -> AppendResult:
             stored = messages_sql.append(connection, None, session_id, messages, fts=self._fts)
@@ -385,6 +394,7 @@ class SQLiteBackend(ClosesOnExit):
     @guarded
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
         """Replace one message's fields, keeping its id; re-index it."""
+        check_message_sizes([message], self.max_message_bytes)
         return self._write(
             lambda c: messages_sql.replace_one(c, session_id, message_id, message, fts=self._fts)
         )
@@ -392,6 +402,7 @@ class SQLiteBackend(ClosesOnExit):
     @guarded
     def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         """Replace the whole transcript atomically (new ids)."""
+        check_message_sizes(messages, self.max_message_bytes)
         return self._write(
             lambda c: messages_sql.replace_all(c, session_id, messages, fts=self._fts)
         )
@@ -413,6 +424,7 @@ class SQLiteBackend(ClosesOnExit):
     @guarded
     def apply(self, plan: RotationPlan) -> list[SessionEntry]:
         """Commit ``plan`` atomically: every precondition first, then every change."""
+        check_message_sizes(plan.messages, self.max_message_bytes)
         return self._write(lambda c: plan_sql.apply_plan(c, plan, fts=self._fts))
 
     # -- leases ------------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Mapping, Sequence
 
-    from hermes_sessions.models import AppendResult, Message
+    from hermes_sessions.models import Message
+    from hermes_sessions.results import AppendResult
 
 __all__ = [
     "MESSAGE_COLUMNS",
