@@ -74,6 +74,7 @@ __all__ = [
     "NaiveDatetimeError",
     "SessionInUseError",
     "SessionNotFoundError",
+    "StateTooLargeError",
     "StorageError",
     "TitleConflictError",
     "UnknownMemoryTargetError",
@@ -319,6 +320,28 @@ class MessageTooLargeError(HermesSessionsError, ValueError):
         )
 
 
+class StateTooLargeError(HermesSessionsError, ValueError):
+    """A state change would make one scope's value larger than allowed; nothing was written.
+
+    Attributes:
+        scope: The scope's id (``lane|agent:main:...``).
+        size: The size the value would have had (compact JSON, UTF-8 bytes).
+        limit: :data:`~hermes_sessions.state.MAX_STATE_BYTES`.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, scope: str, size: int, limit: int) -> None:
+        self.scope = scope
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"state scope {scope!r} would hold {size:,} bytes, over the limit of {limit:,}; "
+            "keep large data (documents, histories) in the transcript or outside the store and "
+            "put a reference in the state, or remove keys with DELETE"
+        )
+
+
 class SessionNotFoundError(HermesSessionsError, LookupError):
     """No session (or routing entry) exists under that id or key.
 
@@ -386,8 +409,9 @@ class SessionInUseError(HermesSessionsError, RuntimeError):
 class ConflictError(HermesSessionsError, RuntimeError):
     """A concurrent writer got there first: a compare-and-swap or precondition failed.
 
-    Raised when a routing entry's revision moved on since it was read, or when a session that a
-    write required to be open was ended meanwhile (two compressions of one session). Nothing was
+    Raised when a routing entry's revision moved on since it was read, when a session that a
+    write required to be open was ended meanwhile (two compressions of one session), or when an
+    ``if_revision=`` write finds the session's revision moved on. Nothing was
     written. Re-read and decide again; never retry the same write blindly.
 
     Attributes:
@@ -415,6 +439,11 @@ class ConflictError(HermesSessionsError, RuntimeError):
             what = (
                 f"routing entry {key!r} changed concurrently (expected revision "
                 f"{expected_revision}, found {actual_revision})"
+            )
+        elif expected_revision is not None:
+            what = (
+                f"session {session_id!r} changed since revision {expected_revision} (it is at "
+                f"revision {actual_revision})"
             )
         else:
             what = f"session {session_id!r} was ended concurrently"

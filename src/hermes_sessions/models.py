@@ -164,7 +164,7 @@ def _check_text(value: str, field: str) -> None:
 _JSON_ADVICE: Final = "use dict (string keys), list, str, int, float, bool or None"
 
 
-def _check_json(value: object, field: str) -> None:
+def check_json(value: object, field: str) -> None:
     """Refuse anything strict JSON cannot hold, naming where inside ``field`` it is."""
     stack: list[tuple[object, str]] = [(value, field)]
     while stack:
@@ -247,7 +247,7 @@ def _optional_non_negative(
 def _json_object(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise TypeError(f"{attribute.name} must be a dict with string keys (a JSON object)")
-    _check_json(value, _where(instance, attribute))
+    check_json(value, _where(instance, attribute))
 
 
 def _optional_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -350,7 +350,7 @@ def _content(instance: object, attribute: attrs.Attribute[Any], value: object) -
         _check_text(value, _where(instance, attribute))
         return
     if isinstance(value, list) and all(isinstance(part, dict) for part in value):
-        _check_json(value, _where(instance, attribute))
+        check_json(value, _where(instance, attribute))
         return
     raise TypeError(
         "content must be a str, None, or a list of multimodal parts (dicts), "
@@ -363,7 +363,7 @@ def _tool_calls(instance: object, attribute: attrs.Attribute[Any], value: object
         return
     if not (isinstance(value, list) and all(isinstance(call, dict) for call in value)):
         raise TypeError("tool_calls must be None or a list of dicts")
-    _check_json(value, _where(instance, attribute))
+    check_json(value, _where(instance, attribute))
 
 
 def _role(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -543,7 +543,9 @@ class SessionRecord:
     system_prompt: str | None = _text_field()
     archived: bool = attrs.field(default=False, validator=_bool)
     metadata: JSONObject = attrs.field(factory=dict, validator=_json_object)
-    """Free-form host data."""
+    """Free-form, descriptive host data (not state: see :mod:`hermes_sessions.state`)."""
+    revision: int = attrs.field(default=0, validator=_non_negative)
+    """Bumped by every change of the transcript or of the session's state (``if_revision=``)."""
 
     @property
     def is_ended(self) -> bool:

@@ -6,6 +6,8 @@ A backend is two layers with different lifetimes plus one write that spans both:
   Small, changes on every message. Writes are compare-and-swap on ``revision``; recording
   activity is the one exception (it only moves ``updated_at`` forward).
 * :class:`TranscriptStore` — session records and their messages. Append-mostly and canonical.
+* :class:`StateStore` — JSON state in scopes (:mod:`hermes_sessions.state`), changed alone or
+  with an append, and the per-session ``revision`` that every change of a session bumps.
 * :meth:`Backend.apply` — a :class:`RotationPlan` (end sessions, create one, reopen some,
   re-point keys) committed atomically or not at all. Every rotation goes through it: automatic
   resets, ``/new``, resume, branch and compression.
@@ -50,6 +52,7 @@ __all__ = [
     "RotationPlan",
     "RoutingIndex",
     "SearchableBackend",
+    "StateStore",
     "SupportsReindex",
     "SupportsScrub",
     "SupportsSearch",
@@ -141,6 +144,14 @@ class RotationPlan:
     reasons beside :data:`~hermes_sessions.models.EndReason`)."""
     require_open: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     """Sessions that must not have ended (else ``ConflictError``)."""
+    copy_state_from: str | None = None
+    """A session whose session-scope state ``create`` starts with (compression and branch copy
+    it; a reset does not). Needs ``create``; the session must exist (else
+    ``SessionNotFoundError``)."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.copy_state_from is not None and self.create is None:
+            raise ValueError("RotationPlan.copy_state_from needs a session to create")
 
 
 # -- the two layers --------------------------------------------------------------------------------
@@ -258,6 +269,8 @@ class TranscriptStore(Protocol):
         *,
         touch_at: datetime | None = None,
         usage: Usage | None = None,
+        state: Mapping[str, Mapping[str, Any]] | None = None,
+        if_revision: int | None = None,
     ) -> AppendResult:
         """Append messages atomically and idempotently; return them as stored.
 
@@ -271,6 +284,12 @@ class TranscriptStore(Protocol):
         session records activity at that time, and ``usage`` is added to the session's counters
         (as ``update_session`` with ``usage.values()`` and ``usage.increments()``), both in the
         same transaction; a redelivery applies neither.
+
+        ``state`` (scope id → changes, see :meth:`StateStore.update_state`) is merged in the same
+        transaction. A write that stores a message or changes state bumps the session's
+        ``revision`` by one; with ``if_revision``, a session whose revision differs raises
+        ``ConflictError`` and nothing is written (a redelivery is recognised first: it is
+        ``duplicate``, never a conflict). ``StateTooLargeError`` also writes nothing.
         """
         ...
 
@@ -303,6 +322,8 @@ class TranscriptStore(Protocol):
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
         """Replace one message's fields (content, tool calls, ...) keeping its id; re-index it.
 
+        This and the other rewrites below (when they change something) bump the revision.
+
         Unknown messages raise ``SessionNotFoundError``; a platform message id that another
         message of the session already has raises ``ValueError``.
         """
@@ -321,8 +342,42 @@ class TranscriptStore(Protocol):
         ...
 
 
+class StateStore(Protocol):
+    """JSON state in scopes, and the per-session revision.
+
+    Scopes are opaque strings to a backend (:attr:`hermes_sessions.state.StateScope.id`); a
+    scope's value is a JSON object, absent while empty. Every backend merges with
+    :func:`hermes_sessions.state.merge_state` (sets, :data:`~hermes_sessions.state.DELETE`
+    removes, 64 KiB per scope). Deleting a session deletes its session scope
+    (``StateScope.session(id)``); :attr:`RotationPlan.copy_state_from` copies one.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def get_state(self, scope_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Return the value of every scope in ``scope_ids`` that holds one, in one read."""
+        ...
+
+    def update_state(
+        self,
+        changes: Mapping[str, Mapping[str, Any]],
+        *,
+        session_id: str | None = None,
+        if_revision: int | None = None,
+    ) -> SessionRecord | None:
+        """Merge ``changes`` (scope id → ``{key: value or DELETE}``) atomically.
+
+        With ``session_id`` the change is made through that session: ``if_revision`` is checked
+        against its revision (``ConflictError`` when it differs), the revision is bumped, and the
+        updated record is returned; an unknown session raises ``SessionNotFoundError``. Without
+        it, ``if_revision`` must be ``None`` and the result is ``None``. A scope that would grow
+        over the limit raises ``StateTooLargeError``; on any error nothing is written.
+        """
+        ...
+
+
 @runtime_checkable
-class Backend(RoutingIndex, TranscriptStore, Protocol):
+class Backend(RoutingIndex, TranscriptStore, StateStore, Protocol):
     """A complete storage backend: both layers, the atomic rotation, leases and lifecycle.
 
     .. versionadded:: 0.1.0

@@ -35,6 +35,9 @@ class AppendResult(Sequence[Message]):
     """True when the batch was a redelivery and nothing was stored."""
     existing: tuple[Message, ...] = attrs.field(default=(), converter=_message_tuple, kw_only=True)
     """The messages of the batch that were already stored (skipped)."""
+    revision: int | None = attrs.field(default=None, kw_only=True)
+    """The session's revision after this append (unchanged by a redelivery): the value to pass
+    as ``if_revision=`` next. ``None`` only from a backend that does not report it."""
 
     @property
     def stored(self) -> tuple[Message, ...]:

@@ -7,6 +7,7 @@ in-memory index, so it matches exactly what every other backend matches.
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -24,14 +25,20 @@ from hermes_sessions.backends.memtables import (
 from hermes_sessions.backends.rules import (
     apply_update,
     check_message_sizes,
+    check_session_revision,
+    check_state_target,
     check_update,
     fresh_record,
     lease_is_free,
+    merged_states,
     missing_session,
+    revision_step,
+    session_scope,
 )
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import BackendClosedError
 from hermes_sessions.protocols import Capabilities
+from hermes_sessions.serde import compact_json
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -82,6 +89,8 @@ class InMemoryBackend(ClosesOnExit):
     _sessions: dict[str, Transcript] = attrs.field(factory=dict, init=False)
     _leases: dict[str, tuple[str, datetime]] = attrs.field(factory=dict, init=False)
     _index: MessageIndex = attrs.field(factory=MessageIndex, init=False)
+    _state: dict[str, str] = attrs.field(factory=dict, init=False)
+    """Scope id -> its value as JSON text (so no caller shares a mutable value with us)."""
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._sessions)} sessions"
@@ -100,6 +109,7 @@ class InMemoryBackend(ClosesOnExit):
             self._table = EntryTable()
             self._sessions.clear()
             self._index = MessageIndex()
+            self._state.clear()
 
     # -- routing index -----------------------------------------------------------------------------
 
@@ -187,6 +197,7 @@ class InMemoryBackend(ClosesOnExit):
         transcript = self._sessions.pop(session_id, None)
         if transcript is None:
             return False
+        self._state.pop(session_scope(session_id), None)
         for message_id in transcript.messages:
             self._index.remove(session_id, message_id)
         for child in self._sessions.values():
@@ -215,25 +226,76 @@ class InMemoryBackend(ClosesOnExit):
         *,
         touch_at: datetime | None = None,
         usage: Usage | None = None,
+        state: Mapping[str, Mapping[str, Any]] | None = None,
+        if_revision: int | None = None,
     ) -> AppendResult:
         """Append atomically and idempotently by platform message id (the redelivery rule)."""
         transcript = self._transcript(session_id)
         check_message_sizes(messages, self.max_message_bytes)
-        result = self._append(transcript, messages)
-        if usage is not None and not result.duplicate:
+        plan = transcript.prepare(messages)
+        if plan.result.duplicate:
+            return attrs.evolve(plan.result, revision=transcript.record.revision)
+        check_session_revision(session_id, if_revision, transcript.record.revision)
+        values = self._merged(state or {})  # may raise: nothing is changed before this
+        self._add(transcript, plan.new)
+        self._state_write(values)
+        transcript.bump(revision_step(bool(plan.new), values))
+        if usage is not None:
             transcript.record = apply_update(transcript.record, usage.values(), usage.increments())
-        if touch_at is not None and not result.duplicate:
+        if touch_at is not None:
             for key in list(self._table.keys_of(session_id)):
                 self._table.touch(key, touch_at)
-        return result
+        return attrs.evolve(plan.result, revision=transcript.record.revision)
 
     def _append(self, transcript: Transcript, messages: Sequence[Message]) -> AppendResult:
         # prepare() cannot fail part-way (models are already valid), so this is all-or-nothing.
         plan = transcript.prepare(messages)
-        transcript.add(plan.new)
-        for message in plan.new:
-            self._index.add(message)
+        self._add(transcript, plan.new)
         return plan.result
+
+    def _add(self, transcript: Transcript, messages: Sequence[Message]) -> None:
+        transcript.add(messages)
+        for message in messages:
+            self._index.add(message)
+
+    # -- state -------------------------------------------------------------------------------------
+
+    def _merged(self, changes: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        return merged_states(changes, self._get_state(list(changes)))
+
+    def _get_state(self, scope_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return {s: json.loads(self._state[s]) for s in dict.fromkeys(scope_ids) if s in self._state}
+
+    def _state_write(self, values: Mapping[str, dict[str, Any]]) -> None:
+        for scope_id, value in values.items():
+            if value:
+                self._state[scope_id] = compact_json(value)
+            else:
+                self._state.pop(scope_id, None)
+
+    @_locked
+    def get_state(self, scope_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Return the value of every scope in ``scope_ids`` that holds one."""
+        return self._get_state(scope_ids)
+
+    @_locked
+    def update_state(
+        self,
+        changes: Mapping[str, Mapping[str, Any]],
+        *,
+        session_id: str | None = None,
+        if_revision: int | None = None,
+    ) -> SessionRecord | None:
+        """Merge ``changes`` atomically; through ``session_id``, check and bump its revision."""
+        check_state_target(session_id, if_revision)
+        transcript = None if session_id is None else self._transcript(session_id)
+        if transcript is not None:
+            check_session_revision(transcript.record.id, if_revision, transcript.record.revision)
+        self._state_write(self._merged(changes))
+        if transcript is None:
+            return None
+        transcript.bump()
+        return transcript.record
 
     @_locked
     def get_messages(
@@ -274,7 +336,9 @@ class InMemoryBackend(ClosesOnExit):
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
         """Replace one message's fields, keeping its id; re-index it."""
         check_message_sizes([message], self.max_message_bytes)
-        new = self._transcript(session_id).replace(message_id, message)
+        transcript = self._transcript(session_id)
+        new = transcript.replace(message_id, message)
+        transcript.bump()
         self._index.add(new)
         return new
 
@@ -285,17 +349,23 @@ class InMemoryBackend(ClosesOnExit):
         check_message_sizes(messages, self.max_message_bytes)
         for message in transcript.clear():
             self._index.remove(session_id, message.id or 0)
+        transcript.bump()
         return list(self._append(transcript, messages))
 
     @_locked
     def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:
         """Soft-delete or restore messages; return how many changed."""
-        return len(self._transcript(session_id).set_active(message_ids, active=active))
+        transcript = self._transcript(session_id)
+        changed = len(transcript.set_active(message_ids, active=active))
+        transcript.bump(1 if changed else 0)
+        return changed
 
     @_locked
     def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Delete messages for good; return how many were deleted."""
-        deleted = self._transcript(session_id).delete(message_ids)
+        transcript = self._transcript(session_id)
+        deleted = transcript.delete(message_ids)
+        transcript.bump(1 if deleted else 0)
         for message in deleted:
             self._index.remove(session_id, message.id or 0)
         return len(deleted)
@@ -307,9 +377,15 @@ class InMemoryBackend(ClosesOnExit):
         """Commit ``plan`` atomically: every precondition first, then every change."""
         check_message_sizes(plan.messages, self.max_message_bytes)
         resolved = resolve_plan(plan, self._table, self._record_or_none)
+        copied = None
+        if plan.copy_state_from is not None:
+            self._transcript(plan.copy_state_from)  # it must exist
+            copied = self._state.get(session_scope(plan.copy_state_from))
         if plan.create is not None:
             self.create_session(plan.create)
             self._append(self._sessions[plan.create.id], plan.messages)
+            if copied is not None:
+                self._state[session_scope(plan.create.id)] = copied
         for session_id in plan.reopen:
             self.reopen_session(session_id)
         for entry in resolved.written:

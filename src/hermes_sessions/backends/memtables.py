@@ -158,6 +158,11 @@ class Transcript:
         }
         return plan_append(self.record.id, messages, known, self.next_id)
 
+    def bump(self, step: int = 1) -> None:
+        """Move the record's revision on (a change of the transcript or the session's state)."""
+        if step:
+            self.record = attrs.evolve(self.record, revision=self.record.revision + step)
+
     def add(self, messages: Sequence[Message], *, activity: bool = True) -> None:
         """Store numbered messages; with ``activity`` their times move ``last_active_at``."""
         if not messages:

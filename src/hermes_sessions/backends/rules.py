@@ -18,6 +18,7 @@ from hermes_sessions.models import Message, stamped
 from hermes_sessions.queries import SearchHit
 from hermes_sessions.results import AppendResult
 from hermes_sessions.serde import compact_json, message_dict
+from hermes_sessions.state import StateScope, merge_state
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,14 +36,19 @@ __all__ = [
     "check_message_sizes",
     "check_plan",
     "check_revision",
+    "check_session_revision",
+    "check_state_target",
     "check_update",
     "fresh_record",
     "lease_is_free",
     "make_hit",
+    "merged_states",
     "message_size",
     "missing_session",
     "plan_append",
     "rank_hits",
+    "revision_step",
+    "session_scope",
     "tool_call_count",
     "touched_entry",
 ]
@@ -97,7 +103,11 @@ def apply_update(
 def fresh_record(record: SessionRecord) -> SessionRecord:
     """The record as a new session stores it: no messages yet, active since it started."""
     return attrs.evolve(
-        record, message_count=0, tool_call_count=0, last_active_at=record.started_at
+        record,
+        message_count=0,
+        tool_call_count=0,
+        last_active_at=record.started_at,
+        revision=0,
     )
 
 
@@ -277,6 +287,45 @@ def check_revision(key: str, expected: int | None, actual: int | None) -> None:
     """Raise ``ConflictError`` unless the key's ``actual`` revision is the ``expected`` one."""
     if actual != expected:
         raise ConflictError(key, expected_revision=expected, actual_revision=actual)
+
+
+def check_session_revision(session_id: str, expected: int | None, actual: int) -> None:
+    """Raise ``ConflictError`` when an ``if_revision=`` write finds the session moved on."""
+    if expected is not None and expected != actual:
+        raise ConflictError(
+            session_id=session_id, expected_revision=expected, actual_revision=actual
+        )
+
+
+def check_state_target(session_id: str | None, if_revision: int | None) -> None:
+    """``update_state``'s arguments: ``if_revision`` needs the session it refers to."""
+    if if_revision is not None and session_id is None:
+        raise ValueError("if_revision= needs session_id=: a revision belongs to a session")
+    if isinstance(if_revision, bool) or not isinstance(if_revision, int | None):
+        raise TypeError(f"if_revision must be an int, got {if_revision!r}")
+
+
+def session_scope(session_id: str) -> str:
+    """The scope id of a session's own state (what ``delete_session`` and plans refer to)."""
+    return StateScope.session(session_id).id
+
+
+def merged_states(
+    changes: Mapping[str, Mapping[str, Any]], current: Mapping[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Every changed scope's new value (``{}``: the scope is now empty), from the stored ones.
+
+    Raises ``StateTooLargeError`` before anything is written.
+    """
+    return {
+        scope_id: merge_state(scope_id, current.get(scope_id), scope_changes)
+        for scope_id, scope_changes in changes.items()
+    }
+
+
+def revision_step(stored_anything: bool, changes: Mapping[str, Any] | None) -> int:  # noqa: FBT001
+    """How much an append moves the session's revision: one if it stored or changed anything."""
+    return 1 if stored_anything or changes else 0
 
 
 def check_plan(

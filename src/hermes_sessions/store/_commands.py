@@ -1,4 +1,6 @@
-"""The commands that move a key: ``/new`` (reset), ``/resume``, ``/branch``, and a forced delete.
+"""The commands that move a key: the lookup, ``/new``, ``/resume``, ``/branch``, compression.
+
+The lookup may reset a key; a forced delete moves keys away first.
 
 Each works on a key that already has a session and, given the message's ``source``, on one that
 has none yet (first contact): the command then creates the key's entry itself, so no empty
@@ -14,17 +16,24 @@ import attrs
 from hermes_sessions.exceptions import ConflictError, SessionInUseError, SessionNotFoundError
 from hermes_sessions.models import stamped
 from hermes_sessions.protocols import EntryWrite, RotationPlan
-from hermes_sessions.store import _rotations, _titles
+from hermes_sessions.store import _rotations, _state, _titles
+from hermes_sessions.store._rotations import SessionLookup
 from hermes_sessions.store._targets import ResumeFilter, TargetResolver
 from hermes_sessions.titles import sanitize_title
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from hermes_sessions.models import Message, SessionEntry, SessionRecord, SessionSource
+    from hermes_sessions.models import (
+        Message,
+        ResetDecision,
+        SessionEntry,
+        SessionRecord,
+        SessionSource,
+    )
     from hermes_sessions.store._session_store import SessionStore
 
-__all__ = ["branch", "compress", "delete", "reset", "resume"]
+__all__ = ["branch", "compress", "delete", "get_or_create", "reset", "resume"]
 
 DEFAULT_BRANCH_TITLE = "branch"
 
@@ -125,6 +134,50 @@ def resume(
     return _rotations.retrying(key, attempt)
 
 
+def get_or_create(store: SessionStore, source: SessionSource, *, force_new: bool) -> SessionLookup:
+    """The key's current session and its state, created or rotated if the policy says so."""
+    key = store.key_for(source)
+    for _ in range(_rotations.MAX_ATTEMPTS):
+        now = store.clock.now()
+        entry = store.backend.get_entry(key)
+        if entry is None:
+            plan = _rotations.first_contact_plan(store.keys, key, source, now)
+            created = store._rotate_one(plan, None, "created")  # noqa: SLF001
+            if created is not None:
+                return _lookup(store, source, created, created=True)
+            continue
+        policy = _rotations.policy_for(store.resets, entry, source)
+        reason = _rotations.expiry(policy, entry, now, store.active_work)
+        if reason is None and not force_new:
+            return _lookup(store, source, entry, created=False)
+        rotated = store._rotate(entry, source, now, reason or "session_reset")  # noqa: SLF001
+        if rotated is not None:
+            decision = None
+            if reason is not None:
+                decision = _rotations.reset_decision(reason, entry, policy, source.platform)
+            return _lookup(store, source, rotated, created=True, reset=decision)
+    raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
+
+
+def _lookup(
+    store: SessionStore,
+    source: SessionSource,
+    entry: SessionEntry,
+    *,
+    created: bool,
+    reset: ResetDecision | None = None,
+) -> SessionLookup:
+    state = _state.read(
+        store.backend,
+        store.keys.namespace,
+        session_key=entry.session_key,
+        session_id=entry.session_id,
+        platform=source.platform,
+        user_id=source.user_id,
+    )
+    return SessionLookup(entry=entry, created=created, reset=reset, state=state)
+
+
 def branch(
     store: SessionStore, key: str, *, source: SessionSource | None, title: str | None
 ) -> SessionEntry:
@@ -151,7 +204,9 @@ def branch(
         child = _rotations.branch_child(parent, now, clean)
         copies = [_rotations.copy(m) for m in store.backend.get_messages(parent.id)]
         moved = attrs.evolve(entry, session_id=child.id, updated_at=max(now, entry.updated_at))
-        plan = _rotations.switch_plan(entry, moved, "branched", now, create=child, messages=copies)
+        plan = _rotations.switch_plan(
+            entry, moved, "branched", now, create=child, messages=copies, copy_state_from=parent.id
+        )
         return store._rotate_one(plan, entry.session_id, "branched")  # noqa: SLF001
 
     return _rotations.retrying(key, attempt)

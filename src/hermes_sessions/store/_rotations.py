@@ -25,6 +25,7 @@ from hermes_sessions.models import (
 )
 from hermes_sessions.policy import evaluate_reset
 from hermes_sessions.protocols import EntryWrite, RotationPlan
+from hermes_sessions.state import SessionState
 from hermes_sessions.store._lineage import BRANCH_MARKER, COMPRESSION
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from hermes_sessions.keys import KeyPolicy
     from hermes_sessions.policy import ResetPolicies, ResetPolicy
     from hermes_sessions.protocols import Backend
+    from hermes_sessions.store._session_store import SessionStore
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -56,6 +58,7 @@ __all__ = [
     "retrying",
     "source_of",
     "switch_plan",
+    "update_entry",
 ]
 
 MAX_ATTEMPTS: Final = 16
@@ -70,7 +73,8 @@ class SessionLookup:
     """What :meth:`SessionStore.get_or_create` found.
 
     ``created`` is true on first contact, after an automatic reset and with ``force_new``;
-    ``reset`` says why an automatic reset happened (``idle``, ``daily`` or ``suspended``).
+    ``reset`` says why an automatic reset happened (``idle``, ``daily`` or ``suspended``);
+    ``state`` is the session's state in its four scopes, read with the lookup.
 
     .. versionadded:: 0.1.0
     """
@@ -78,6 +82,7 @@ class SessionLookup:
     entry: SessionEntry
     created: bool
     reset: ResetDecision | None = None
+    state: SessionState = attrs.field(factory=SessionState)
 
     @property
     def session_id(self) -> str:
@@ -109,6 +114,21 @@ def retrying(key: str, attempt: Callable[[], SessionEntry | None]) -> SessionEnt
         if result is not None:
             return result
     raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
+
+
+def update_entry(
+    store: SessionStore, key: str, change: Callable[[SessionEntry], SessionEntry]
+) -> SessionEntry:
+    """Change a key's flags by compare-and-swap, re-reading after a lost race."""
+
+    def attempt() -> SessionEntry | None:
+        entry = store.entry(key)
+        try:
+            return store.backend.put_entry(change(entry), expected_revision=entry.revision)
+        except ConflictError:
+            return None
+
+    return retrying(key, attempt)
 
 
 def events(
@@ -281,11 +301,13 @@ def switch_plan(
     create: SessionRecord | None = None,
     messages: Sequence[Message] = (),
     reopen: Sequence[str] = (),
+    copy_state_from: str | None = None,
 ) -> RotationPlan:
     """Move ``entry``'s key to ``target`` and end the session it leaves with ``reason``.
 
-    ``create``, ``messages`` and ``reopen`` add a session to create (with its first messages)
-    and sessions to reopen. The write fails if the key moved on since ``entry`` was read.
+    ``create``, ``messages`` and ``reopen`` add a session to create (with its first messages,
+    and the session state of ``copy_state_from``) and sessions to reopen. The write fails if
+    the key moved on since ``entry`` was read.
     """
     if target.session_id != entry.session_id:
         target = attrs.evolve(target, previous_session_id=entry.session_id)
@@ -296,6 +318,7 @@ def switch_plan(
         create=create,
         messages=messages,
         reopen=reopen,
+        copy_state_from=copy_state_from,
     )
 
 
@@ -304,11 +327,13 @@ def compression_plan(
 ) -> RotationPlan:
     """Create ``child`` with ``messages``, move every key of ``parent`` to it, end ``parent``.
 
-    ``parent`` must still be open, so two compressions can never fork two children.
+    The child starts with ``parent``'s session state. ``parent`` must still be open, so two
+    compressions can never fork two children.
     """
     return RotationPlan(
         at=now,
         create=child,
+        copy_state_from=parent.id,
         messages=messages,
         repoint=[(parent.id, child.id)],
         end=[(parent.id, COMPRESSION)],

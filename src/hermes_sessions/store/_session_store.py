@@ -43,6 +43,7 @@ from hermes_sessions.store import (
     _housekeeping,
     _lineage,
     _rotations,
+    _state,
     _titles,
     _views,
 )
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
         SessionQueryFields,
     )
     from hermes_sessions.results import AppendResult
+    from hermes_sessions.state import SessionState, StateDelta
     from hermes_sessions.store._housekeeping import EraseReport, PruneReport
     from hermes_sessions.store._lineage import Lineage
     from hermes_sessions.store._targets import ResumeFilter
@@ -170,30 +172,7 @@ class SessionStore(ClosesOnExit):
         policy of the source's platform and chat type decides (``idle``/``daily``). Concurrent
         calls for one key — from threads, processes or hosts — yield one session.
         """
-        key = self.key_for(source)
-        for _ in range(_rotations.MAX_ATTEMPTS):
-            now = self.clock.now()
-            entry = self.backend.get_entry(key)
-            if entry is None:
-                created = self._first_contact(key, source, now)
-                if created is not None:
-                    return SessionLookup(entry=created, created=True)
-                continue
-            policy = _rotations.policy_for(self.resets, entry, source)
-            reason = _rotations.expiry(policy, entry, now, self.active_work)
-            if reason is None and not force_new:
-                return SessionLookup(entry=entry, created=False)
-            rotated = self._rotate(entry, source, now, reason or "session_reset")
-            if rotated is not None:
-                decision = None
-                if reason is not None:
-                    decision = _rotations.reset_decision(reason, entry, policy, source.platform)
-                return SessionLookup(entry=rotated, created=True, reset=decision)
-        raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
-
-    def _first_contact(self, key: str, source: SessionSource, now: datetime) -> SessionEntry | None:
-        plan = _rotations.first_contact_plan(self.keys, key, source, now)
-        return self._rotate_one(plan, None, "created")
+        return _commands.get_or_create(self, source, force_new=force_new)
 
     def _rotate(
         self,
@@ -211,7 +190,13 @@ class SessionStore(ClosesOnExit):
     # -- transcripts -------------------------------------------------------------------------------
 
     def append(
-        self, session_id: str, *messages: Message, touch: bool = True, usage: Usage | None = None
+        self,
+        session_id: str,
+        *messages: Message,
+        touch: bool = True,
+        usage: Usage | None = None,
+        state_delta: StateDelta | None = None,
+        if_revision: int | None = None,
     ) -> AppendResult:
         """Append messages atomically and idempotently (by ``platform_message_id``).
 
@@ -221,8 +206,11 @@ class SessionStore(ClosesOnExit):
         Messages without a timestamp get the clock's time; ``redact`` is applied first. With
         ``touch`` (the default) every key pointing at the session records activity in the same
         transaction; internal events (background jobs, system notes) pass ``touch=False``.
-        ``usage`` (the model call's tokens and cost) is added to the session's counters in the
-        same transaction, so a turn stays one commit.
+        ``usage`` (the model call's tokens and cost) and ``state_delta`` (``{StateScope: {key:
+        value or DELETE}}``, see :mod:`hermes_sessions.state`) change the session in the same
+        transaction, so a turn stays one commit. The session's revision moves on by one (the
+        result's ``revision``); with ``if_revision`` a session that moved on since raises
+        ``ConflictError`` and nothing is stored.
         """
         validate_session_id(session_id)
         now = self.clock.now()
@@ -231,7 +219,12 @@ class SessionStore(ClosesOnExit):
             for m in messages
         ]
         return self.backend.append_messages(
-            session_id, prepared, touch_at=now if touch else None, usage=usage
+            session_id,
+            prepared,
+            touch_at=now if touch else None,
+            usage=usage,
+            state=_state.as_changes(state_delta),
+            if_revision=if_revision,
         )
 
     def record_usage(self, session_id: str, usage: Usage) -> SessionRecord:
@@ -240,6 +233,29 @@ class SessionStore(ClosesOnExit):
         return self.backend.update_session(
             session_id, values=usage.values(), increments=usage.increments()
         )
+
+    def state(self, session_id: str) -> SessionState:
+        """The state a turn of the session sees: its app's, user's, lane's and its own."""
+        return _state.read_for_record(self.backend, self.keys.namespace, self.session(session_id))
+
+    def update_state(
+        self,
+        delta: StateDelta,
+        *,
+        session_id: str | None = None,
+        if_revision: int | None = None,
+    ) -> SessionRecord | None:
+        """Change state without a message: ``{StateScope: {key: value or DELETE}}``, atomically.
+
+        Made through ``session_id`` (or the one session whose scope the delta changes), the
+        change moves that session's revision, ``if_revision`` guards it, and its record is
+        returned; app, user and lane changes alone return ``None``. The app scope of this
+        store's sessions is ``StateScope.app(store.keys.namespace)``.
+        """
+        if session_id is not None:
+            validate_session_id(session_id)
+        changes, through = _state.changes_of(delta, session_id)
+        return self.backend.update_state(changes, session_id=through, if_revision=if_revision)
 
     def seen(self, key_or_session_id: str, platform_message_id: str) -> Message | None:
         """The stored message with this platform id, if this delivery was seen before (a read).
@@ -323,35 +339,23 @@ class SessionStore(ClosesOnExit):
 
     # -- key flags ---------------------------------------------------------------------------------
 
-    def _update_entry(
-        self, key: str, change: Callable[[SessionEntry], SessionEntry]
-    ) -> SessionEntry:
-        def attempt() -> SessionEntry | None:
-            entry = self.entry(key)
-            try:
-                return self.backend.put_entry(change(entry), expected_revision=entry.revision)
-            except ConflictError:
-                return None
-
-        return _rotations.retrying(key, attempt)
-
     def suspend(self, key: str) -> SessionEntry:
         """Mark ``key`` suspended: its next message starts a new session (reason ``suspended``)."""
-        return self._update_entry(key, lambda entry: attrs.evolve(entry, suspended=True))
+        return _rotations.update_entry(self, key, lambda entry: attrs.evolve(entry, suspended=True))
 
     def mark_resume_pending(self, key: str, reason: str) -> SessionEntry:
         """Flag that the key's session should be resumed (for example after a restart).
 
         The flag does not bypass the reset policy: an expired session still rotates.
         """
-        return self._update_entry(
-            key, lambda entry: attrs.evolve(entry, resume_pending=True, resume_reason=reason)
+        return _rotations.update_entry(
+            self, key, lambda entry: attrs.evolve(entry, resume_pending=True, resume_reason=reason)
         )
 
     def clear_resume_pending(self, key: str) -> SessionEntry:
         """Clear the resume flag (after a successful turn)."""
-        return self._update_entry(
-            key, lambda entry: attrs.evolve(entry, resume_pending=False, resume_reason=None)
+        return _rotations.update_entry(
+            self, key, lambda entry: attrs.evolve(entry, resume_pending=False, resume_reason=None)
         )
 
     # -- explicit rotations ------------------------------------------------------------------------

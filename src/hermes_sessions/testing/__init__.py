@@ -37,6 +37,7 @@ from hermes_sessions.testing._redelivery import RedeliveryContract, UsageContrac
 from hermes_sessions.testing._routing import RoutingContract
 from hermes_sessions.testing._search import SearchContract
 from hermes_sessions.testing._sessions import ListingContract, SessionContract
+from hermes_sessions.testing._state import StateContract
 from hermes_sessions.testing._values import ValueContract
 from hermes_sessions.testing._width import WidthContract
 
@@ -52,6 +53,7 @@ class BackendContract(
     AppendContract,
     RedeliveryContract,
     UsageContract,
+    StateContract,
     ReadContract,
     RewriteContract,
     PlanContract,

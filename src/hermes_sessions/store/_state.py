@@ -1,0 +1,82 @@
+"""Session state as the store reads and changes it: the four scopes of a turn, in one read.
+
+The app scope is the store's key namespace (``agent:<namespace>:...``, ``main`` by default); the
+user scope is the session's platform and user; the lane scope its key; the session scope its
+id. See :mod:`hermes_sessions.state` for the rules and ``docs/concepts.md`` for when to use which.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hermes_sessions.state import SessionState, StateScope, normalize_delta
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from hermes_sessions.models import SessionRecord
+    from hermes_sessions.protocols import Backend
+    from hermes_sessions.state import StateDelta
+
+__all__ = ["as_changes", "changes_of", "read", "read_for_record"]
+
+
+def read(
+    backend: Backend,
+    app_id: str,
+    *,
+    session_key: str | None,
+    session_id: str,
+    platform: str | None,
+    user_id: str | None,
+) -> SessionState:
+    """The four scopes of one session, in one backend read."""
+    app = StateScope.app(app_id).id
+    user = StateScope.user(app_id, platform, user_id).id if platform and user_id else None
+    lane = StateScope.lane(session_key).id if session_key else None
+    session = StateScope.session(session_id).id
+    wanted = [scope for scope in (app, user, lane, session) if scope is not None]
+    found = backend.get_state(wanted)
+    return SessionState(
+        app=found.get(app, {}),
+        user=found.get(user, {}) if user else {},
+        lane=found.get(lane, {}) if lane else {},
+        session=found.get(session, {}),
+    )
+
+
+def read_for_record(backend: Backend, app_id: str, record: SessionRecord) -> SessionState:
+    """The state a turn of ``record``'s session sees (its key, platform and user)."""
+    return read(
+        backend,
+        app_id,
+        session_key=record.session_key,
+        session_id=record.id,
+        platform=record.source,
+        user_id=record.user_id,
+    )
+
+
+def changes_of(
+    delta: StateDelta, session_id: str | None
+) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """The delta as backends take it, and the session the change is made through.
+
+    Without ``session_id``, a delta that changes exactly one session scope is made through that
+    session (its revision moves); one that changes several must name the session.
+    """
+    changes = normalize_delta(delta)
+    if session_id is None:
+        sessions = {scope.parts[0] for scope in delta if scope.kind == "session"}
+        if len(sessions) > 1:
+            raise ValueError(
+                "this delta changes the state of several sessions; pass session_id= to say "
+                "which one the change is made through (its revision moves)"
+            )
+        session_id = next(iter(sessions), None)
+    return changes, session_id
+
+
+def as_changes(delta: Mapping[Any, Any] | None) -> dict[str, dict[str, Any]] | None:
+    """``append``'s ``state_delta`` as backends take it (``None`` stays ``None``)."""
+    return None if delta is None else normalize_delta(delta)
