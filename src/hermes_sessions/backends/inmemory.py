@@ -379,7 +379,6 @@ class InMemoryBackend(ClosesOnExit):
         resolved = resolve_plan(plan, self._table, self._record_or_none)
         copied = None
         if plan.copy_state_from is not None:
-            self._transcript(plan.copy_state_from)  # it must exist
             copied = self._state.get(session_scope(plan.copy_state_from))
         if plan.create is not None:
             self.create_session(plan.create)

@@ -352,6 +352,8 @@ def check_plan(
         raise ConflictError(session_id=created)
     needed = [w.entry.session_id for w in plan.entries] + [t for _, t in plan.repoint]
     needed += list(plan.reopen) + [s for s, _ in plan.end]
+    if plan.copy_state_from is not None:
+        needed.append(plan.copy_state_from)
     for session_id in dict.fromkeys(needed):
         if session_id != created and ended_of(session_id) is None:
             raise missing_session(session_id)

@@ -39,6 +39,23 @@ def test_newer_schema_is_refused(db_path):
     assert (info.value.found_version, info.value.supported_version) == (99, schema.SCHEMA_VERSION)
 
 
+def test_migration_4_adds_state_and_revisions_to_existing_sessions(db_path):
+    """A version-3 database gains the state table and revision 0 on every session."""
+    with SQLiteBackend(db_path) as backend:
+        seed(backend, "s1", None, say("kept"))
+    connection = raw(db_path)
+    connection.execute("DROP TABLE state")
+    connection.execute("ALTER TABLE sessions DROP COLUMN revision")
+    connection.execute("DELETE FROM schema_migrations WHERE version >= 4")
+    connection.close()
+    with SQLiteBackend(db_path) as backend:
+        stored = backend.get_session("s1")
+        assert stored is not None
+        assert (stored.revision, stored.message_count) == (0, 1)
+        backend.append_messages("s1", [say("more")], state={"lane|k": {"a": 1}}, if_revision=0)
+        assert backend.get_state(["lane|k"]) == {"lane|k": {"a": 1}}
+
+
 def test_migrating_an_older_database_keeps_its_data(db_path):
     """A database at version 1 is migrated on open; its messages stay searchable by time.
 
@@ -50,6 +67,8 @@ def test_migrating_an_older_database_keeps_its_data(db_path):
     connection = raw(db_path)
     connection.execute("DROP TABLE message_blocks")
     connection.execute("DROP TABLE meta")
+    connection.execute("DROP TABLE state")
+    connection.execute("ALTER TABLE sessions DROP COLUMN revision")
     connection.execute("DELETE FROM schema_migrations WHERE version >= 2")
     connection.close()
     with pytest.warns(RuntimeWarning, match="reindex"):

@@ -99,7 +99,7 @@ SESSION_COLUMNS: Final = (
     "s.ended_at, s.end_reason, s.last_active_at, s.message_count, s.tool_call_count, "
     "s.input_tokens, s.output_tokens, s.cache_read_tokens, s.cache_write_tokens, "
     "s.reasoning_tokens, s.estimated_cost_usd, s.model, s.model_config, s.system_prompt, "
-    "s.archived, s.metadata"
+    "s.archived, s.metadata, s.revision"
 )
 """The columns :func:`record_from_row` reads, from ``sessions AS s``."""
 SESSION_WIDTH: Final = SESSION_COLUMNS.count(",") + 1
@@ -130,6 +130,7 @@ _RECORD_COLUMNS: Final = (
     "system_prompt",
     "archived",
     "metadata",
+    "revision",
 )
 
 
@@ -160,6 +161,7 @@ def record_from_row(row: Sequence[Any]) -> SessionRecord:
         system_prompt=dec(row[20]),
         archived=row[21],
         metadata=json.loads(row[22]),
+        revision=row[23],
     )
 
 
@@ -191,6 +193,7 @@ def record_values(record: SessionRecord) -> dict[str, Any]:
         "system_prompt": enc(record.system_prompt),
         "archived": record.archived,
         "metadata": dumps(record.metadata),
+        "revision": record.revision,
     }
 
 

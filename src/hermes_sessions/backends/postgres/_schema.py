@@ -7,10 +7,9 @@ advisory lock on the schema: several hosts starting at once wait for each other,
 one finds the work done. A schema whose newest migration is above :data:`SCHEMA_VERSION` was
 written by a newer library and is refused (:class:`IncompatibleStoreError`).
 
-Room to grow: sessions have a surrogate key ``seq`` that every child table references, so a
-later migration can add a per-session revision counter (``ALTER TABLE sessions ADD COLUMN
-revision bigint NOT NULL DEFAULT 0``) or per-lane state tables keyed by ``(session_seq, lane)``
-without touching the rows that exist.
+Sessions have a surrogate key ``seq`` that every child table references, so later migrations
+add columns and tables without touching the rows that exist (migration 3 added the revision and
+the ``state`` table this way).
 
 Text columns that hold identifiers compared by the library (ids, keys, platform message ids) use
 the ``"C"`` collation, so ``ORDER BY`` agrees with Python's code-point order.
@@ -125,6 +124,15 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (
         "CREATE TABLE {s}.meta (name text PRIMARY KEY, value text NOT NULL)",
         "INSERT INTO {s}.meta (name, value) VALUES ('tokens_version', '1')",
+    ),
+    # 3 — session state: one JSON object per scope (hermes_sessions.state), and the revision
+    # every change of a session's transcript or state moves (if_revision=).
+    (
+        "ALTER TABLE {s}.sessions ADD COLUMN revision bigint NOT NULL DEFAULT 0",
+        """CREATE TABLE {s}.state (
+            scope text COLLATE "C" PRIMARY KEY,
+            value text NOT NULL
+        )""",
     ),
 )
 """Migration ``n`` is ``MIGRATIONS[n - 1]``; append new ones, never edit applied ones."""

@@ -24,7 +24,7 @@ import attrs
 
 from hermes_sessions import options
 from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
-from hermes_sessions.backends.rules import apply_update, check_message_sizes, check_update
+from hermes_sessions.backends.rules import check_message_sizes, check_state_target, check_update
 from hermes_sessions.backends.sqlite import _entries as entries_sql
 from hermes_sessions.backends.sqlite import _files as files
 from hermes_sessions.backends.sqlite import _leases as leases_sql
@@ -34,6 +34,7 @@ from hermes_sessions.backends.sqlite import _reindex as reindex_sql
 from hermes_sessions.backends.sqlite import _schema as schema
 from hermes_sessions.backends.sqlite import _search as search_sql
 from hermes_sessions.backends.sqlite import _sessions as sessions_sql
+from hermes_sessions.backends.sqlite import _state as state_sql
 from hermes_sessions.backends.sqlite._connections import Connections
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import (
@@ -105,32 +106,24 @@ class SQLiteBackend(ClosesOnExit):
         max_message_bytes: Refuse a message larger than this (its JSON form, in UTF-8 bytes)
             with ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default.
 
-    The options cannot be changed once the backend is open.
+    The options (attributes of the same names) cannot be changed once the backend is open.
 
     .. versionadded:: 0.1.0
     """
 
     path: Path = attrs.field(converter=Path)
-    """The database file."""
     durability: Durability = attrs.field(default="full", kw_only=True, validator=options.durability)
-    """``"full"`` or ``"normal"`` (see above)."""
     busy_timeout: float = attrs.field(default=5.0, kw_only=True, validator=options.positive_seconds)
-    """Seconds an attempt waits for another connection's lock."""
     retries: int = attrs.field(default=5, kw_only=True, validator=options.non_negative_int)
-    """Further attempts after a busy one."""
     wal_size_limit: int | None = attrs.field(
         default=DEFAULT_WAL_SIZE_LIMIT, kw_only=True, validator=options.optional_size
     )
-    """Bytes of write-ahead log that make a writer truncate it (``None``: SQLite decides)."""
     secure_delete: bool = attrs.field(
         default=True, kw_only=True, validator=attrs.validators.instance_of(bool)
     )
-    """Whether deleted content is overwritten with zeros."""
     max_message_bytes: int | None = attrs.field(
         default=options.DEFAULT_MAX_MESSAGE_BYTES, kw_only=True, validator=options.optional_size
     )
-    """Messages larger than this (their JSON form, in UTF-8 bytes) are refused with
-    ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default, as on every backend."""
     _connections: Connections = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
     _fts: bool = attrs.field(default=True, init=False, on_setattr=attrs.setters.NO_OP)
     # Whether the FTS5 rows are known to hold the current token stream; once true, it stays so.
@@ -299,7 +292,7 @@ class SQLiteBackend(ClosesOnExit):
     ) -> SessionRecord:
         """Set fields and add to counters atomically."""
         changes, amounts = check_update(values, increments)
-        return self._write(lambda c: _update(c, session_id, changes, amounts))
+        return self._write(lambda c: sessions_sql.update_fields(c, session_id, changes, amounts))
 
     @guarded
     def end_session(self, session_id: str, reason: str, *, at: datetime) -> SessionRecord:
@@ -322,6 +315,7 @@ class SQLiteBackend(ClosesOnExit):
                 return False
             messages_sql.remove_all(connection, seq, fts=self._fts)
             sessions_sql.delete(connection, seq, session_id)
+            state_sql.forget(connection, session_id)
             return True
 
         return self._write(work)
@@ -341,14 +335,27 @@ class SQLiteBackend(ClosesOnExit):
         *,
         touch_at: datetime | None = None,
         usage: Usage | None = None,
+        state: Mapping[str, Mapping[str, Any]] | None = None,
+        if_revision: int | None = None,
     ) -> AppendResult:
         """Append atomically and idempotently by platform message id; one transaction."""
         check_message_sizes(messages, self.max_message_bytes)
+        check_state_target(session_id, if_revision)
 
         def work(connection: sqlite3.Connection) -> AppendResult:
-            stored = messages_sql.append(connection, None, session_id, messages, fts=self._fts)
+            stored = messages_sql.append(
+                connection,
+                None,
+                session_id,
+                messages,
+                fts=self._fts,
+                if_revision=if_revision,
+                state=state,
+            )
             if usage is not None and not stored.duplicate:
-                _update(connection, session_id, usage.values(), usage.increments())
+                sessions_sql.update_fields(
+                    connection, session_id, usage.values(), usage.increments()
+                )
             if touch_at is not None and not stored.duplicate:
                 entries_sql.touch_session(connection, session_id, touch_at)
             return stored
@@ -418,6 +425,32 @@ class SQLiteBackend(ClosesOnExit):
     def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Delete messages for good (and their search rows); return how many were deleted."""
         return self._write(lambda c: messages_sql.delete(c, session_id, message_ids, fts=self._fts))
+
+    # -- state -------------------------------------------------------------------------------------
+
+    @guarded
+    def get_state(self, scope_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Return the value of every scope in ``scope_ids`` that holds one."""
+        return self._read_once(lambda c: state_sql.get(c, scope_ids)) if scope_ids else {}
+
+    @guarded
+    def update_state(
+        self,
+        changes: Mapping[str, Mapping[str, Any]],
+        *,
+        session_id: str | None = None,
+        if_revision: int | None = None,
+    ) -> SessionRecord | None:
+        """Merge ``changes`` in one transaction; through ``session_id``, move its revision."""
+        check_state_target(session_id, if_revision)
+
+        def work(connection: sqlite3.Connection) -> SessionRecord | None:
+            if session_id is not None:
+                state_sql.bump(connection, session_id, if_revision)
+            state_sql.merge(connection, changes)
+            return None if session_id is None else sessions_sql.record(connection, session_id)
+
+        return self._write(work)
 
     # -- the atomic rotation -----------------------------------------------------------------------
 
@@ -561,17 +594,3 @@ class SQLiteBackend(ClosesOnExit):
         An empty list means healthy. Reads everything: time in proportion to the database.
         """
         return self._read(lambda c: schema.integrity_problems(c, fts=self._fts))
-
-
-def _update(
-    connection: sqlite3.Connection,
-    session_id: str,
-    changes: Mapping[str, Any],
-    amounts: Mapping[str, int | float],
-) -> SessionRecord:
-    """Set fields and add to counters of one session, inside the caller's transaction."""
-    current = sessions_sql.existing(connection, session_id)
-    updated = apply_update(current, changes, amounts)
-    if changes or amounts:
-        sessions_sql.update(connection, updated, [*changes, *amounts])
-    return updated

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from hermes_sessions import text
-from hermes_sessions.backends.rules import missing_session, plan_append, tool_call_count
+from hermes_sessions.backends.rules import (
+    check_session_revision,
+    missing_session,
+    plan_append,
+    revision_step,
+    tool_call_count,
+)
+from hermes_sessions.backends.sqlite import _state as state_sql
 from hermes_sessions.backends.sqlite._clauses import CHUNK, in_list
 from hermes_sessions.backends.sqlite._rows import (
     MESSAGE_FIELDS,
@@ -152,12 +159,15 @@ def _widen_blocks(connection: sqlite3.Connection, blocks: Mapping[int, tuple[int
     )
 
 
-def _add_counts(connection: sqlite3.Connection, seq: int, count: int, tools: int) -> None:
-    if count or tools:
+def _add_counts(
+    connection: sqlite3.Connection, seq: int, count: int, tools: int, *, changed: bool = True
+) -> None:
+    """Fix the counters after a rewrite; one that ``changed`` something moves the revision."""
+    if count or tools or changed:
         connection.execute(
             "UPDATE sessions SET message_count = message_count + ?, "
-            "tool_call_count = tool_call_count + ? WHERE seq = ?",
-            (count, tools, seq),
+            "tool_call_count = tool_call_count + ?, revision = revision + ? WHERE seq = ?",
+            (count, tools, int(changed), seq),
         )
 
 
@@ -178,6 +188,23 @@ def _known(
     return known
 
 
+def _changes(
+    connection: sqlite3.Connection,
+    session_id: str,
+    revisions: tuple[int, int | None],
+    state: Mapping[str, Mapping[str, Any]] | None,
+    stores: bool,  # noqa: FBT001
+) -> int:
+    """Check the revision (stored, expected) and merge the state of a non-redelivery.
+
+    Returns how far the revision moves.
+    """
+    check_session_revision(session_id, revisions[1], revisions[0])
+    if state:
+        state_sql.merge(connection, state)
+    return revision_step(stores, state)
+
+
 def append(
     connection: sqlite3.Connection,
     seq: int | None,
@@ -185,24 +212,28 @@ def append(
     messages: Sequence[Message],
     *,
     fts: bool,
+    if_revision: int | None = None,
+    state: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> AppendResult:
     """Append ``messages`` by the redelivery rule (``rules.plan_append``); return the result.
 
-    ``seq`` is the session's row number, or ``None`` to look it up (with the id sequence, in
-    one statement: this is on the path of every turn; an unknown session raises
-    ``SessionNotFoundError``). Ids continue from ``sqlite_sequence`` (the caller holds the
-    write lock, so nobody else can take them), which lets every row go in with one
-    ``executemany``.
+    ``seq`` is the session's row number, or ``None`` to look it up (with the id sequence and
+    the revision, in one statement: this is on the path of every turn; an unknown session
+    raises ``SessionNotFoundError``). Only then are ``if_revision`` checked, ``state`` merged
+    and the revision moved on (a session being created or rewritten gets neither). Ids
+    continue from ``sqlite_sequence`` (the caller holds the write lock, so nobody else can take
+    them), which lets every row go in with one ``executemany``.
     """
+    revision = None
     if seq is None:
         row = connection.execute(
-            "SELECT s.seq, q.seq FROM sessions AS s "
+            "SELECT s.seq, q.seq, s.revision FROM sessions AS s "
             "LEFT JOIN sqlite_sequence AS q ON q.name = 'messages' WHERE s.id = ?",
             (session_id,),
         ).fetchone()
         if row is None:
             raise missing_session(session_id)
-        seq, last_id = row
+        seq, last_id, revision = row
     else:
         row = connection.execute(
             "SELECT seq FROM sqlite_sequence WHERE name = 'messages'"
@@ -212,7 +243,10 @@ def append(
     known = _known(connection, seq, session_id, platform_ids) if platform_ids else {}
     plan = plan_append(session_id, messages, known, (last_id or 0) + 1)
     if plan.result.duplicate:
-        return plan.result
+        return attrs.evolve(plan.result, revision=revision)
+    step = 0
+    if revision is not None:
+        step = _changes(connection, session_id, (revision, if_revision), state, bool(plan.new))
     inserts: list[tuple[Any, ...]] = []
     documents: list[tuple[int | None, str]] = []
     blocks: dict[int, tuple[int, int]] = {}
@@ -235,11 +269,13 @@ def append(
     times = [to_us(m.timestamp) for m in plan.result if m.timestamp is not None]
     connection.execute(
         "UPDATE sessions SET message_count = message_count + ?, "
-        "tool_call_count = tool_call_count + ?, last_active_at = max(last_active_at, ?) "
-        "WHERE seq = ?",
-        (added, tools, max(times, default=NO_TIME), seq),
+        "tool_call_count = tool_call_count + ?, last_active_at = max(last_active_at, ?), "
+        "revision = revision + ? WHERE seq = ?",
+        (added, tools, max(times, default=NO_TIME), step, seq),
     )
-    return plan.result
+    if revision is None:
+        return plan.result
+    return attrs.evolve(plan.result, revision=revision + step)
 
 
 def unindex(connection: sqlite3.Connection, ids_sql: str, params: Sequence[Any]) -> None:
@@ -293,7 +329,9 @@ def replace_all(
     seq = seq_of(connection, session_id)
     remove_all(connection, seq, fts=fts)
     connection.execute(
-        "UPDATE sessions SET message_count = 0, tool_call_count = 0 WHERE seq = ?", (seq,)
+        "UPDATE sessions SET message_count = 0, tool_call_count = 0, revision = revision + 1 "
+        "WHERE seq = ?",
+        (seq,),
     )
     return list(append(connection, seq, session_id, messages, fts=fts))
 
@@ -323,7 +361,7 @@ def set_active(
         changed += len(rows)
         tools += sum(row[0] for row in rows)
     sign = 1 if active else -1
-    _add_counts(connection, seq, sign * changed, sign * tools)
+    _add_counts(connection, seq, sign * changed, sign * tools, changed=changed > 0)
     return changed
 
 
@@ -345,5 +383,5 @@ def delete(
         deleted += len(rows)
         count += sum(row[0] for row in rows)
         tools += sum(row[1] for row in rows if row[0])
-    _add_counts(connection, seq, -count, -tools)
+    _add_counts(connection, seq, -count, -tools, changed=deleted > 0)
     return deleted

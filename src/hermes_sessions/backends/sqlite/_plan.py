@@ -14,6 +14,7 @@ from hermes_sessions.backends.rules import check_plan
 from hermes_sessions.backends.sqlite import _entries as entries
 from hermes_sessions.backends.sqlite import _messages as messages
 from hermes_sessions.backends.sqlite import _sessions as sessions
+from hermes_sessions.backends.sqlite import _state as state
 
 if TYPE_CHECKING:
     import sqlite3
@@ -37,6 +38,8 @@ def apply_plan(
         sessions.create(connection, plan.create)
         seq = sessions.seq_of(connection, plan.create.id)
         messages.append(connection, seq, plan.create.id, plan.messages, fts=fts)
+        if plan.copy_state_from is not None:
+            state.copy(connection, plan.copy_state_from, plan.create.id)
     for session_id in plan.reopen:
         sessions.reopen(connection, session_id)
     written: list[SessionEntry] = []

@@ -82,6 +82,7 @@ SESSION_FIELDS: Final = (
     "system_prompt",
     "archived",
     "metadata",
+    "revision",
 )
 """The ``sessions`` columns :func:`record_from_row` reads, in order."""
 
@@ -113,6 +114,7 @@ def record_from_row(row: Sequence[Any]) -> SessionRecord:
         system_prompt=row[20],
         archived=bool(row[21]),
         metadata=json.loads(row[22]),
+        revision=row[23],
     )
 
 
@@ -144,6 +146,7 @@ def record_row(record: SessionRecord) -> dict[str, Any]:
         "system_prompt": record.system_prompt,
         "archived": int(record.archived),
         "metadata": compact_json(record.metadata),
+        "revision": record.revision,
     }
 
 

@@ -144,6 +144,12 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # out and searches exactly, slower, until reindex() has rewritten them. Older libraries
     # refuse the database from here on, so none of them writes version-1 rows after that.
     ("INSERT INTO meta (name, value) VALUES ('tokens_version', '1') ON CONFLICT DO NOTHING",),
+    # 4 — session state: one JSON object per scope (hermes_sessions.state), and the revision
+    # every change of a session's transcript or state moves (if_revision=).
+    (
+        "ALTER TABLE sessions ADD COLUMN revision INTEGER NOT NULL DEFAULT 0",
+        "CREATE TABLE state (scope TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+    ),
 )
 """Migration ``n`` is ``MIGRATIONS[n - 1]``; append new ones, never edit applied ones."""
 

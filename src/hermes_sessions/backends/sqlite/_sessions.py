@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from hermes_sessions.backends.rules import fresh_record, missing_session
+from hermes_sessions.backends.rules import apply_update, fresh_record, missing_session
 from hermes_sessions.backends.sqlite._clauses import in_list, session_filters
 from hermes_sessions.backends.sqlite._rows import (
     SESSION_FIELDS,
@@ -22,7 +22,7 @@ from hermes_sessions.titles import lineage_key, title_key
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from datetime import datetime
 
     from hermes_sessions.models import SessionRecord
@@ -40,6 +40,7 @@ __all__ = [
     "reopen",
     "seq_of",
     "update",
+    "update_fields",
 ]
 
 SESSION_COLUMNS: Final = ", ".join(f"s.{name}" for name in SESSION_FIELDS)
@@ -100,6 +101,20 @@ def update(connection: sqlite3.Connection, updated: SessionRecord, names: Sequen
         f"UPDATE sessions SET {assignments} WHERE id = ?",
         [row[name] for name in columns] + [updated.id],
     )
+
+
+def update_fields(
+    connection: sqlite3.Connection,
+    session_id: str,
+    changes: Mapping[str, Any],
+    amounts: Mapping[str, int | float],
+) -> SessionRecord:
+    """Set fields and add to counters of one session (``update_session``'s rule)."""
+    current = existing(connection, session_id)
+    updated = apply_update(current, changes, amounts)
+    if changes or amounts:
+        update(connection, updated, [*changes, *amounts])
+    return updated
 
 
 def end(
