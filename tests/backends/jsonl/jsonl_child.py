@@ -4,7 +4,8 @@
 sessions, printing one line per *acknowledged* operation (after the call returned, before the
 next one starts) until the parent kills it:
 
-* ``A <session_id> <tag>`` — appended ``<tag>-u`` and ``<tag>-a`` (one batch) to the session;
+* ``A <session_id> <tag>`` — appended ``<tag>-u`` and ``<tag>-a`` (one batch) to the session,
+  setting ``last`` to ``<tag>`` in the session's state in the same write;
 * ``R <key> <session_id> <tag>`` — rotated the key to the new session (first message ``<tag>-s``).
 
 ``concurrent DIRECTORY WORKER COUNT``: print ``ready``, wait for a line on stdin, then ``COUNT``
@@ -22,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from hermes_sessions.backends.jsonl import JSONLBackend
 from hermes_sessions.models import Message, SessionEntry, SessionRecord
 from hermes_sessions.protocols import EntryWrite, RotationPlan
+from hermes_sessions.state import StateScope
 
 CRASH_KEYS = [f"agent:main:cli:dm:{n}" for n in range(3)]
 SHARED_KEY = "agent:main:cli:group:shared"
@@ -73,7 +75,10 @@ def crash(directory: str, seed: int, round_: int) -> None:
                     Message(role="user", content=f"q {tag}", platform_message_id=f"{tag}-u"),
                     Message(role="assistant", content=f"a {tag}", platform_message_id=f"{tag}-a"),
                 ]
-                backend.append_messages(entry.session_id, turn, touch_at=at)
+                scope = StateScope.session(entry.session_id).id  # state with the turn, or neither
+                backend.append_messages(
+                    entry.session_id, turn, touch_at=at, state={scope: {"last": tag}}
+                )
                 report(f"A {entry.session_id} {tag}")
 
 

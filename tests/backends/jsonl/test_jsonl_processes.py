@@ -17,6 +17,7 @@ from jsonl_helpers import SHARED_KEY, START
 import hermes_sessions
 from hermes_sessions.backends import JSONLBackend
 from hermes_sessions.queries import SessionQuery
+from hermes_sessions.state import StateScope
 from hermes_sessions.testing._support import seed
 
 # -- real processes --------------------------------------------------------------------------------
@@ -57,11 +58,21 @@ def check_after_crash(directory, appended, rotated):
             for message in messages:
                 pid = message.platform_message_id or ""
                 seen[pid] = seen.get(pid, 0) + 1
+            check_state(backend, item.record, messages)
         for tag, session_id in appended.items():
             assert seen.get(f"{tag}-u") == seen.get(f"{tag}-a") == 1, (tag, session_id)
             assert backend.find_message(session_id, f"{tag}-u") is not None
         halves = {p.rsplit("-", 1)[0] for p in seen if p.endswith(("-u", "-a"))}
         assert all(seen.get(f"{t}-u") == seen.get(f"{t}-a") == 1 for t in halves)
+
+
+def check_state(backend, record, messages):
+    """State written with each turn is never half-applied: it names exactly the last turn."""
+    turns = [m.platform_message_id[:-2] for m in messages if m.platform_message_id.endswith("-u")]
+    scope = StateScope.session(record.id).id
+    state = backend.get_state([scope])
+    assert state == ({scope: {"last": turns[-1]}} if turns else {}), record.id
+    assert record.revision == len(turns), record.id
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import attrs
 
 from hermes_sessions import options
+from hermes_sessions.backends.jsonl import _state
 from hermes_sessions.backends.jsonl._engine import DirectoryEngine
 from hermes_sessions.backends.jsonl._journal import (
     Delete,
@@ -31,7 +32,7 @@ from hermes_sessions.backends.jsonl._journal import (
     Touch,
 )
 from hermes_sessions.backends.jsonl._repair import BACKUPS, DroppedLine, RepairReport, repair
-from hermes_sessions.backends.jsonl._session_records import Active, End, MessageLine, Reopen, Update
+from hermes_sessions.backends.jsonl._session_records import Active, End, Reopen, Update
 from hermes_sessions.backends.memtables import Transcript, resolve_plan, session_page
 from hermes_sessions.backends.rules import (
     apply_update,
@@ -40,6 +41,7 @@ from hermes_sessions.backends.rules import (
     fresh_record,
     lease_is_free,
     missing_session,
+    session_scope,
     touched_entry,
 )
 from hermes_sessions.closing import ClosesOnExit
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
     from hermes_sessions.backends.jsonl._cache import SessionFile, State
-    from hermes_sessions.models import Message, SessionEntry, SessionRecord
+    from hermes_sessions.models import JSONObject, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
     from hermes_sessions.results import AppendResult
@@ -319,27 +321,49 @@ class JSONLBackend(ClosesOnExit):
         *,
         touch_at: datetime | None = None,
         usage: Usage | None = None,
+        state: Mapping[str, Mapping[str, Any]] | None = None,
+        if_revision: int | None = None,
     ) -> AppendResult:
-        """Append atomically and idempotently (one write of whole lines, announced first)."""
+        """Append atomically and idempotently (one write of whole lines, announced first).
+
+        ``state`` rides on the journal record that announces the lines: applied exactly when
+        they all arrived.
+        """
         validate_session_id(session_id)
         check_message_sizes(messages, self.max_message_bytes)
-        with self._engine.writing() as state:
-            plan = _session(state, session_id).transcript.prepare(messages)
-            if plan.result.duplicate:
-                return plan.result
-            tx = self._engine.next_tx
-            if plan.new:
-                lines: list[MessageLine | Update] = [MessageLine(tx, m) for m in plan.new]
-                if usage is not None and (usage.values() or usage.increments()):
-                    lines.append(Update(tx, usage.values(), usage.increments()))
-                self._engine.write(session_id, lines, touch=touch_at)
-            elif touch_at is not None and any(
-                touched_entry(entry, touch_at) != entry for entry in state.table.listing(session_id)
-            ):
-                self._engine.log(Touch(tx, touch_at, session=session_id))
-            stored = self._engine.state.sessions[session_id].transcript.messages
-            return attrs.evolve(
-                plan.result, messages=[stored[message.id or 0] for message in plan.result]
+        with self._engine.writing():
+            return _state.append(
+                self._engine,
+                session_id,
+                messages,
+                touch_at=touch_at,
+                usage=usage,
+                state_changes=state,
+                if_revision=if_revision,
+            )
+
+    # -- state -------------------------------------------------------------------------------------
+
+    @_wrapped
+    def get_state(self, scope_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Return the value of every scope in ``scope_ids`` that holds one."""
+        with self._engine.reading() as cache:
+            return _state.read_state(cache, scope_ids)
+
+    @_wrapped
+    def update_state(
+        self,
+        changes: Mapping[str, Mapping[str, Any]],
+        *,
+        session_id: str | None = None,
+        if_revision: int | None = None,
+    ) -> SessionRecord | None:
+        """Merge ``changes`` atomically; through ``session_id``, check and bump its revision."""
+        if session_id is not None:
+            validate_session_id(session_id)
+        with self._engine.writing():
+            return _state.update_state(
+                self._engine, changes, session_id=session_id, if_revision=if_revision
             )
 
     @_wrapped
@@ -391,6 +415,7 @@ class JSONLBackend(ClosesOnExit):
         with self._engine.writing() as state:
             copy = _session(state, session_id).transcript.copy()
             copy.replace(message_id, message)
+            copy.bump()
             self._rewrite(copy)
             return self._engine.state.sessions[session_id].transcript.messages[message_id]
 
@@ -404,6 +429,7 @@ class JSONLBackend(ClosesOnExit):
             copy.clear()
             plan = copy.prepare(messages)
             copy.add(plan.new)
+            copy.bump()
             self._rewrite(copy)
             stored = self._engine.state.sessions[session_id].transcript.messages
             return [stored[message.id or 0] for message in plan.result]
@@ -431,6 +457,7 @@ class JSONLBackend(ClosesOnExit):
             copy = _session(state, session_id).transcript.copy()
             deleted = copy.delete(message_ids)
             if deleted:
+                copy.bump()
                 self._rewrite(copy)
             return len(deleted)
 
@@ -455,6 +482,12 @@ class JSONLBackend(ClosesOnExit):
         check_message_sizes(plan.messages, self.max_message_bytes)
         with self._engine.writing() as state:
             resolved = resolve_plan(plan, state.table, self._record_of(state))
+            copied: dict[str, JSONObject] = {}
+            if plan.copy_state_from is not None and plan.create is not None:
+                _session(state, plan.copy_state_from)  # it must exist
+                value = state.scopes.get(session_scope(plan.copy_state_from))
+                if value is not None:
+                    copied[session_scope(plan.create.id)] = value
             tx = self._engine.next_tx
             reopened: list[str] = []
             for session_id in dict.fromkeys(plan.reopen):
@@ -488,6 +521,7 @@ class JSONLBackend(ClosesOnExit):
                 reopen=tuple(reopened),
                 end=tuple(ending.items()),
                 entries=tuple(resolved.written),
+                state=copied,
             )
             self._engine.apply_plan(record)
             return resolved.written

@@ -27,6 +27,7 @@ from hermes_sessions.backends.jsonl._journal import (
     Release,
     Remove,
     Rewrite,
+    StateChange,
     Touch,
     Void,
     Write,
@@ -34,22 +35,25 @@ from hermes_sessions.backends.jsonl._journal import (
 from hermes_sessions.backends.jsonl._lines import Chunk, Line, read_chunk, require_checksums
 from hermes_sessions.backends.jsonl._session_records import (
     CHECKSUMS_SINCE,
+    REVISING,
     Active,
     End,
     Header,
     MessageLine,
     Orphan,
     Reopen,
+    Revise,
     SessionLine,
     Update,
     parse_session_line,
 )
 from hermes_sessions.backends.memtables import EntryTable, MessageIndex, Transcript
-from hermes_sessions.backends.rules import apply_update
+from hermes_sessions.backends.rules import apply_update, session_scope
 from hermes_sessions.exceptions import CorruptRecordError
+from hermes_sessions.models import JSONObject
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
     from pathlib import Path
 
     from hermes_sessions.backends.jsonl._snapshot import Snapshot
@@ -69,6 +73,7 @@ __all__ = [
     "change_kinds",
     "load_session",
     "read_tail",
+    "set_scopes",
     "touched_sessions",
     "trailing_group",
 ]
@@ -195,10 +200,13 @@ def apply_lines(
 
     Messages of transaction ``quiet_tx`` (a file's header group: its first messages, or all of
     them after a rewrite) do not move ``last_active_at``: the header already accounts for them.
+    Every other transaction with a message, ``active`` or ``revise`` line moves the revision by
+    one (the header's record holds the revision as of the file's write).
     """
     added: list[Message] = []
     batch: list[Message] = []
     quiet = False
+    revised = quiet_tx
 
     def flush() -> None:
         transcript.add(batch, activity=not quiet)
@@ -206,6 +214,9 @@ def apply_lines(
         batch.clear()
 
     for record in records:
+        if isinstance(record, REVISING) and record.tx != revised:
+            revised = record.tx
+            transcript.bump()
         if isinstance(record, MessageLine):
             is_quiet = record.tx == quiet_tx
             if batch and is_quiet != quiet:
@@ -232,6 +243,8 @@ def _apply_change(transcript: Transcript, record: SessionLine) -> None:
         transcript.record = attrs.evolve(current, end_reason=None, ended_at=None)
     elif isinstance(record, Active):
         transcript.set_active(record.ids, active=record.active)
+    elif isinstance(record, Revise):
+        pass  # only the revision moves (apply_lines)
     else:
         assert isinstance(record, Orphan)  # noqa: S101  # headers never reach here
         transcript.record = attrs.evolve(current, parent_session_id=None)
@@ -260,6 +273,8 @@ class State:
     sessions: dict[str, SessionFile] = attrs.Factory(dict)
     leases: dict[str, tuple[str, datetime]] = attrs.Factory(dict)
     index: MessageIndex = attrs.Factory(MessageIndex)
+    scopes: dict[str, JSONObject] = attrs.Factory(dict)
+    """Every state scope that holds a value (scope id -> value; an emptied scope is absent)."""
     last_tx: int = 0
     """The newest transaction read."""
     journal_records: int = 0
@@ -316,20 +331,37 @@ def apply_record(  # noqa: C901, PLR0912  # one branch per record type
         else:
             _touch_session(table, record.session or "", record.at)
     elif isinstance(record, Write):
-        if record.touch is not None and record.tx not in voided:
-            _touch_session(table, record.session, record.touch)
+        if record.tx not in voided:
+            if record.touch is not None:
+                _touch_session(table, record.session, record.touch)
+            set_scopes(state.scopes, record.state)
+    elif isinstance(record, StateChange):
+        set_scopes(state.scopes, record.scopes)
+    elif isinstance(record, Remove):
+        state.scopes.pop(session_scope(record.session), None)
     elif isinstance(record, Plan):
         plans[record.tx] = record
     elif isinstance(record, Commit):
         plan = plans.pop(record.tx, None)
         for entry in plan.entries if plan is not None else ():
             table.put(entry)
+        if plan is not None:
+            set_scopes(state.scopes, plan.state)
     elif isinstance(record, Lease):
         state.leases[record.resource] = (record.holder, record.until)
     elif isinstance(record, Release):
         current = state.leases.get(record.resource)
         if current is not None and current[0] == record.holder:
             del state.leases[record.resource]
+
+
+def set_scopes(scopes: dict[str, JSONObject], values: Mapping[str, JSONObject]) -> None:
+    """Store the new value of every scope a record changed (``{}``: the scope is emptied)."""
+    for scope_id, value in values.items():
+        if value:
+            scopes[scope_id] = value
+        else:
+            scopes.pop(scope_id, None)
 
 
 def _touch_session(table: EntryTable, session_id: str, at: datetime) -> None:
@@ -372,6 +404,7 @@ def apply_changes(
         for entry in base.entries:
             state.table.put(entry)
         state.leases = dict(base.leases)
+        state.scopes = dict(base.scopes)
         state.last_tx = base.last_tx
         state.journal_records = 0
     for session_id, change in changes.items():

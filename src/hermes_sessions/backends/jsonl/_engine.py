@@ -91,6 +91,7 @@ if TYPE_CHECKING:
 
     from hermes_sessions.backends.jsonl._journal import NewSession
     from hermes_sessions.backends.jsonl._session_records import SessionLine
+    from hermes_sessions.models import JSONObject
 
 __all__ = ["JOURNAL", "SNAPSHOT", "DirectoryEngine"]
 
@@ -487,15 +488,20 @@ class DirectoryEngine:
         self.sync()
 
     def write(
-        self, session_id: str, lines: Sequence[SessionLine], *, touch: datetime | None = None
+        self,
+        session_id: str,
+        lines: Sequence[SessionLine],
+        *,
+        touch: datetime | None = None,
+        state: dict[str, JSONObject] | None = None,
     ) -> None:
-        """Append lines (one transaction) to a session file; ``touch`` its keys with them."""
+        """Append lines (one transaction) to a session file; ``touch`` and ``state`` with them."""
         tx = lines[0].tx
         data = b"".join(encode(line.to_json()) for line in lines)
         cached = self.state.sessions[session_id]
         path = self.session_path(session_id)
         self._check_end(path, cached)
-        self._journal_append([Write(tx, session_id, len(lines), touch)])
+        self._journal_append([Write(tx, session_id, len(lines), touch, state or {})])
         append_lines(path, data, expected_size=cached.offset, sync=self.sync_writes)
         self._completed_tx = tx
         self.sync()
@@ -567,7 +573,9 @@ class DirectoryEngine:
         """
         state = self.state
         files = {session_id: (f.version, f.lines) for session_id, f in state.sessions.items()}
-        data = snapshot_lines(state.last_tx, state.table.listing(), state.leases, files)
+        data = snapshot_lines(
+            state.last_tx, state.table.listing(), state.leases, files, state.scopes
+        )
         replace_file(self.snapshot_path, data, sync=self.sync_writes)
         header = encode(JournalHeader(state.last_tx).to_json())
         replace_file(self.journal_path, header, sync=self.sync_writes)

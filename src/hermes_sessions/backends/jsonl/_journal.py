@@ -29,7 +29,7 @@ from hermes_sessions.backends.jsonl._session_records import (
     record_json,
 )
 from hermes_sessions.exceptions import CorruptRecordError
-from hermes_sessions.models import Message, SessionEntry, SessionRecord
+from hermes_sessions.models import JSONObject, Message, SessionEntry, SessionRecord
 from hermes_sessions.serde import dump_datetime, unstructure
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from hermes_sessions.backends.jsonl._lines import Line
-    from hermes_sessions.models import JSONObject
 
 __all__ = [
     "Commit",
@@ -52,12 +51,14 @@ __all__ = [
     "Release",
     "Remove",
     "Rewrite",
+    "StateChange",
     "Touch",
     "Void",
     "Write",
     "line_effects",
     "parse_journal",
     "parse_records",
+    "scopes",
 ]
 
 _PAIR: Final = 2
@@ -152,21 +153,36 @@ class Touch:
 class Write:
     """``lines`` lines are being appended to a session file (announced before they are written).
 
-    With ``touch``, every key pointing at the session records activity at that time — but only
-    if the lines all arrived (a write cut short by a crash is voided, touch included).
+    With ``touch``, every key pointing at the session records activity at that time, and
+    ``state`` holds the new value of every state scope the write changed (``{}``: emptied) —
+    both only if the lines all arrived (a write cut short by a crash is voided with them).
     """
 
     tx: int
     session: str
     lines: int
     touch: datetime | None = None
+    state: dict[str, JSONObject] = attrs.field(factory=dict)
 
     def to_json(self) -> JSONObject:
         out: JSONObject = {"op": "write", "tx": self.tx, "session": self.session}
         out["lines"] = self.lines
         if self.touch is not None:
             out["touch"] = dump_datetime(self.touch)
+        if self.state:
+            out["state"] = self.state
         return out
+
+
+@attrs.frozen
+class StateChange:
+    """State scopes changed alone (not through a session): each scope's new value."""
+
+    tx: int
+    scopes: dict[str, JSONObject]
+
+    def to_json(self) -> JSONObject:
+        return {"op": "state", "tx": self.tx, "scopes": self.scopes}
 
 
 @attrs.frozen
@@ -233,6 +249,8 @@ class Plan:
     reopen: tuple[str, ...] = ()
     end: tuple[tuple[str, str], ...] = ()
     entries: tuple[SessionEntry, ...] = ()
+    state: dict[str, JSONObject] = attrs.field(factory=dict)
+    """State scopes set with the commit (the created session's copy of another's)."""
 
     def to_json(self) -> JSONObject:
         out: JSONObject = {"op": "plan", "tx": self.tx, "at": dump_datetime(self.at)}
@@ -246,6 +264,8 @@ class Plan:
         out["reopen"] = list(self.reopen)
         out["end"] = [list(pair) for pair in self.end]
         out["entries"] = [unstructure(e) for e in self.entries]
+        if self.state:
+            out["state"] = self.state
         return out
 
     def groups(self) -> dict[str, list[SessionLine]]:
@@ -320,6 +340,7 @@ JournalRecord: TypeAlias = (
     | Rewrite
     | Remove
     | Plan
+    | StateChange
     | Commit
     | Void
     | Lease
@@ -351,7 +372,18 @@ def _plan(fields: Fields, tx: int) -> Plan:
         fields.session_ids("reopen"),
         tuple(end),
         entries,
+        scopes(fields, "state"),
     )
+
+
+def scopes(fields: Fields, name: str) -> dict[str, JSONObject]:
+    """State scope values (scope id -> JSON object) of a record; absent means none."""
+    if name not in fields.data:
+        return {}
+    values = fields.mapping(name)
+    if not all(isinstance(value, dict) for value in values.values()):
+        fields.fail(f"{name!r} must map each scope to a JSON object")
+    return values
 
 
 def _touch(fields: Fields, tx: int) -> Touch:
@@ -375,8 +407,13 @@ _JOURNAL_RECORDS: Final[dict[str, Callable[[Fields, int], JournalRecord]]] = {
     "delete": lambda f, tx: Delete(tx, f.text("key")),
     "touch": _touch,
     "write": lambda f, tx: Write(
-        tx, f.session_id("session"), f.integer("lines"), f.optional_time("touch")
+        tx,
+        f.session_id("session"),
+        f.integer("lines"),
+        f.optional_time("touch"),
+        scopes(f, "state"),
     ),
+    "state": lambda f, tx: StateChange(tx, scopes(f, "scopes")),
     "create": lambda f, tx: Create(tx, NewSession.read(f, f.data)),
     "rewrite": lambda f, tx: Rewrite(
         tx, f.session_id("session"), f.integer("lines") if "lines" in f.data else None

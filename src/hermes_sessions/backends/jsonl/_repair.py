@@ -52,10 +52,12 @@ from hermes_sessions.backends.jsonl._snapshot import (
     SnapshotHeader,
     SnapshotLease,
     SnapshotSession,
+    SnapshotState,
     parse_snapshot_line,
     snapshot_lines,
 )
 from hermes_sessions.backends.memtables import EntryTable
+from hermes_sessions.backends.rules import session_scope
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.files import create_file, replace_file
 from hermes_sessions.ids import validate_session_id
@@ -69,6 +71,8 @@ if TYPE_CHECKING:
 __all__ = ["DroppedLine", "RepairReport", "repair"]
 
 BACKUPS: Final = "backups"
+SESSION_SCOPE: Final = session_scope("x").removesuffix("x")
+"""How every session scope's id starts."""
 
 
 @attrs.frozen(kw_only=True)
@@ -272,9 +276,12 @@ class _Repair:
             sum(isinstance(r, SessionEntry) for _, r in body),
             sum(isinstance(r, SnapshotLease) for _, r in body),
             sum(isinstance(r, SnapshotSession) for _, r in body),
+            sum(isinstance(r, SnapshotState) for _, r in body),
         )
-        if changed or counts != (header.entries, header.leases, header.sessions):
-            fixed = attrs.evolve(header, entries=counts[0], leases=counts[1], sessions=counts[2])
+        if changed or counts != (header.entries, header.leases, header.sessions, header.states):
+            fixed = attrs.evolve(
+                header, entries=counts[0], leases=counts[1], sessions=counts[2], states=counts[3]
+            )
             self.rewrite(path, [encode(fixed.to_json())] + [raw for raw, _ in body])
 
     def fix_lines(self) -> None:
@@ -338,6 +345,7 @@ class _Repair:
             for entry in snapshot.entries:
                 state.table.put(entry)
             state.leases = dict(snapshot.leases)
+            state.scopes = dict(snapshot.scopes)
             base = snapshot.last_tx
         else:  # the entries before the journal are lost: derive them, then replay the journal
             self.rebuild_entries(state, disk)
@@ -430,7 +438,13 @@ class _Repair:
             self.rebuilt = True
         last_tx = max(state.last_tx, self.newest_tx) + 1
         files = {session_id: (last_tx, self.line_counts[session_id]) for session_id in disk}
-        data = snapshot_lines(last_tx, state.table.listing(), state.leases, files)
+        kept = {session_scope(session_id) for session_id in disk}
+        scopes = {  # a session's own scope goes with its file
+            scope_id: value
+            for scope_id, value in state.scopes.items()
+            if scope_id in kept or not scope_id.startswith(SESSION_SCOPE)
+        }
+        data = snapshot_lines(last_tx, state.table.listing(), state.leases, files, scopes)
         replace_file(engine.snapshot_path, data, sync=True)
         replace_file(engine.journal_path, encode(JournalHeader(last_tx).to_json()), sync=True)
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECKSUMS_SINCE",
     "FORMAT_VERSION",
+    "REVISING",
     "Active",
     "End",
     "Fields",
@@ -41,6 +42,7 @@ __all__ = [
     "MessageLine",
     "Orphan",
     "Reopen",
+    "Revise",
     "SessionLine",
     "Update",
     "encode",
@@ -285,7 +287,23 @@ class Orphan:
         return {"type": "orphan", "tx": self.tx}
 
 
-SessionLine: TypeAlias = Header | MessageLine | Update | End | Reopen | Active | Orphan
+@attrs.frozen
+class Revise:
+    """The session's state changed without a change of its transcript: its revision moves on.
+
+    The state values themselves are in the journal's ``write`` record of the same transaction.
+    """
+
+    tx: int
+
+    def to_json(self) -> JSONObject:
+        return {"type": "revise", "tx": self.tx}
+
+
+SessionLine: TypeAlias = Header | MessageLine | Update | End | Reopen | Active | Orphan | Revise
+
+REVISING: Final = (MessageLine, Active, Revise)
+"""The lines that move a session's revision (once per transaction, outside the header's group)."""
 
 
 def _header(fields: Fields, tx: int, session_id: str) -> Header:
@@ -325,6 +343,7 @@ _SESSION_LINES: Final[dict[str, Callable[[Fields, int, str], SessionLine]]] = {
     "reopen": lambda _f, tx, _: Reopen(tx),
     "active": _active,
     "orphan": lambda _f, tx, _: Orphan(tx),
+    "revise": lambda _f, tx, _: Revise(tx),
 }
 
 

@@ -1,8 +1,9 @@
 """The JSONL backend's routing snapshot, ``routing.jsonl``, that the journal is compacted into.
 
 A :class:`SnapshotHeader` (the last transaction it covers and how many lines follow, so a
-half-written snapshot is detected), every routing entry in key order, every lease, and every
-session file's *version* (the transaction of its last write) and line count. A reader compares
+half-written snapshot is detected), every routing entry in key order, every lease, every
+session file's *version* (the transaction of its last write) and line count, and every state
+scope's value. A reader compares
 the line counts with the files, so a file that lost a line since the compaction is found.
 """
 
@@ -21,13 +22,12 @@ from hermes_sessions.backends.jsonl._session_records import (
     encode,
 )
 from hermes_sessions.exceptions import CorruptRecordError
-from hermes_sessions.models import SessionEntry
+from hermes_sessions.models import JSONObject, SessionEntry
 from hermes_sessions.serde import dump_datetime, unstructure
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from hermes_sessions.models import JSONObject
 
 __all__ = [
     "EMPTY_SNAPSHOT",
@@ -35,6 +35,7 @@ __all__ = [
     "SnapshotHeader",
     "SnapshotLease",
     "SnapshotSession",
+    "SnapshotState",
     "parse_snapshot_line",
     "read_snapshot",
     "snapshot_lines",
@@ -50,9 +51,11 @@ class SnapshotHeader:
     leases: int
     sessions: int
     format: int = FORMAT_VERSION
+    states: int = 0
+    """State scope lines (none in a snapshot written before state existed)."""
 
     def to_json(self) -> JSONObject:
-        return {
+        out: JSONObject = {
             "type": "snapshot",
             "format": FORMAT_VERSION,
             "last_tx": self.last_tx,
@@ -60,6 +63,17 @@ class SnapshotHeader:
             "leases": self.leases,
             "sessions": self.sessions,
         }
+        if self.states:
+            out["states"] = self.states
+        return out
+
+
+@attrs.frozen
+class SnapshotState:
+    """A state line: one scope's value."""
+
+    scope: str
+    value: JSONObject
 
 
 @attrs.frozen
@@ -85,9 +99,11 @@ def snapshot_lines(
     entries: list[SessionEntry],
     leases: dict[str, tuple[str, datetime]],
     files: dict[str, tuple[int, int]],
+    scopes: dict[str, JSONObject],
 ) -> bytes:
     """The whole snapshot file; ``files`` maps each session to its (version, line count)."""
-    header = SnapshotHeader(last_tx, len(entries), len(leases), len(files))
+    stored = {scope_id: value for scope_id, value in scopes.items() if value}
+    header = SnapshotHeader(last_tx, len(entries), len(leases), len(files), states=len(stored))
     parts = [encode(header.to_json())]
     parts.extend(encode({"type": "entry", "entry": unstructure(e)}) for e in entries)
     for resource, (holder, until) in sorted(leases.items()):
@@ -96,13 +112,15 @@ def snapshot_lines(
     for session_id, (version, lines) in sorted(files.items()):
         line = {"type": "session", "id": session_id, "version": version, "lines": lines}
         parts.append(encode(line))
+    for scope_id, value in sorted(stored.items()):
+        parts.append(encode({"type": "state", "scope": scope_id, "value": value}))
     return b"".join(parts)
 
 
 def parse_snapshot_line(
     data: JSONObject, *, path: Path, line: int
-) -> SnapshotHeader | SessionEntry | SnapshotLease | SnapshotSession:
-    """Read one snapshot line: the header, an entry, a lease or a session's version."""
+) -> SnapshotHeader | SessionEntry | SnapshotLease | SnapshotSession | SnapshotState:
+    """Read one snapshot line: the header, an entry, a lease, a session's version or a scope."""
     fields = Fields(data, path, line)
     kind = fields.raw("type")
     if kind == "snapshot":
@@ -113,6 +131,7 @@ def parse_snapshot_line(
             fields.integer("leases"),
             fields.integer("sessions"),
             version,
+            fields.integer("states") if "states" in data else 0,
         )
     if kind == "entry":
         return fields.model(fields.mapping("entry"), SessionEntry)
@@ -121,6 +140,8 @@ def parse_snapshot_line(
     if kind == "session":
         lines = fields.integer("lines") if "lines" in data else None
         return SnapshotSession(fields.session_id("id"), fields.integer("version"), lines)
+    if kind == "state":
+        return SnapshotState(fields.text("scope"), fields.mapping("value"))
     return fields.fail(f"unknown snapshot line {kind!r}")
 
 
@@ -134,6 +155,8 @@ class Snapshot:
     versions: dict[str, int]
     lines: dict[str, int] = attrs.Factory(dict)
     """The line count of each session file at ``last_tx`` (none in a format 1 snapshot)."""
+    scopes: dict[str, JSONObject] = attrs.Factory(dict)
+    """Every state scope's value at ``last_tx``."""
 
 
 EMPTY_SNAPSHOT: Final = Snapshot(0, [], {}, {})
@@ -155,12 +178,14 @@ def read_snapshot(path: Path) -> Snapshot | None:
     entries = [p for p in parsed if isinstance(p, SessionEntry)]
     leases = {p.resource: (p.holder, p.until) for p in parsed if isinstance(p, SnapshotLease)}
     sessions = [p for p in parsed if isinstance(p, SnapshotSession)]
-    if chunk.torn or (len(entries), len(leases), len(sessions)) != (
+    scopes = {p.scope: p.value for p in parsed if isinstance(p, SnapshotState)}
+    if chunk.torn or (len(entries), len(leases), len(sessions), len(scopes)) != (
         header.entries,
         header.leases,
         header.sessions,
+        header.states,
     ):
         raise CorruptRecordError("the snapshot is incomplete; run JSONLBackend.repair()", path=path)
     versions = {p.id: p.version for p in sessions}
     lines = {p.id: p.lines for p in sessions if p.lines is not None}
-    return Snapshot(header.last_tx, entries, leases, versions, lines)
+    return Snapshot(header.last_tx, entries, leases, versions, lines, scopes)
