@@ -39,6 +39,7 @@ MODULES = [
     "threats",
     "titles",
     "tools",
+    "state",
     "usage",
     "window",
 ]

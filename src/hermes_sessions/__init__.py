@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         NaiveDatetimeError,
         SessionInUseError,
         SessionNotFoundError,
+        StateTooLargeError,
         StorageError,
         TitleConflictError,
         UnknownMemoryTargetError,
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
         Visibility,
     )
     from hermes_sessions.results import AppendResult
+    from hermes_sessions.state import DELETE, SessionState, StateScope
     from hermes_sessions.store import (
         AnchoredView,
         EraseReport,
@@ -136,6 +138,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "NaiveDatetimeError",
         "SessionInUseError",
         "SessionNotFoundError",
+        "StateTooLargeError",
         "StorageError",
         "TitleConflictError",
         "UnknownMemoryTargetError",
@@ -185,6 +188,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "SessionLookup",
         "SessionStore",
     ),
+    "hermes_sessions.state": ("DELETE", "SessionState", "StateScope"),
     "hermes_sessions.threats": ("ThreatScanner",),
     "hermes_sessions.titles": ("next_title_in_lineage", "sanitize_title", "title_key"),
     "hermes_sessions.tools": (
@@ -202,6 +206,7 @@ _EXPORTS: Final = {name: module for module, names in _MODULES.items() for name i
 """Every public name → its module (what ``__getattr__`` looks up)."""
 
 __all__ = [
+    "DELETE",
     "MEMORY_TOOL_SCHEMA",
     "SESSION_SEARCH_TOOL_SCHEMA",
     "AmbiguousMemoryMatchError",
@@ -257,8 +262,11 @@ __all__ = [
     "SessionQuery",
     "SessionRecord",
     "SessionSource",
+    "SessionState",
     "SessionStore",
     "SessionSummary",
+    "StateScope",
+    "StateTooLargeError",
     "StorageError",
     "SystemClock",
     "ThreatScanner",

@@ -14,6 +14,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── InvalidCursorError         (ValueError)    a pagination cursor was not made by us
     ├── InvalidValueError          (ValueError)    a value no backend can store (names the field)
     ├── MessageTooLargeError       (ValueError)    a message over ``max_message_bytes``
+    ├── StateTooLargeError         (ValueError)    a state scope over 64 KiB
     ├── SessionNotFoundError       (LookupError)   no session or routing entry by id/key
     ├── AmbiguousSessionError      (LookupError)   a prefix or title names several sessions
     ├── ConflictError              (RuntimeError)  compare-and-swap lost: the revision moved on

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         SessionQueryFields,
     )
     from hermes_sessions.results import AppendResult
+    from hermes_sessions.state import SessionState, StateDelta
     from hermes_sessions.store import (
         AnchoredView,
         EraseReport,
@@ -344,9 +345,35 @@ class AsyncSessionStore:
         *messages: Message,
         touch: bool = True,
         usage: Usage | None = None,
+        state_delta: StateDelta | None = None,
+        if_revision: int | None = None,
     ) -> AppendResult:
         """Async :meth:`SessionStore.append`."""
-        return await self._run(self.store.append, session_id, *messages, touch=touch, usage=usage)
+        return await self._run(
+            self.store.append,
+            session_id,
+            *messages,
+            touch=touch,
+            usage=usage,
+            state_delta=state_delta,
+            if_revision=if_revision,
+        )
+
+    async def state(self, session_id: str) -> SessionState:
+        """Async :meth:`SessionStore.state`."""
+        return await self._run(self.store.state, session_id)
+
+    async def update_state(
+        self,
+        delta: StateDelta,
+        *,
+        session_id: str | None = None,
+        if_revision: int | None = None,
+    ) -> SessionRecord | None:
+        """Async :meth:`SessionStore.update_state`."""
+        return await self._run(
+            self.store.update_state, delta, session_id=session_id, if_revision=if_revision
+        )
 
     async def record_usage(self, session_id: str, usage: Usage) -> SessionRecord:
         """Async :meth:`SessionStore.record_usage`."""

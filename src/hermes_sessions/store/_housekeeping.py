@@ -16,6 +16,7 @@ from hermes_sessions.keys import parse_session_key
 from hermes_sessions.models import SessionEntry, SessionRecord, SessionSource
 from hermes_sessions.protocols import SupportsScrub
 from hermes_sessions.queries import SessionQuery
+from hermes_sessions.state import DELETE, StateScope
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -63,6 +64,8 @@ class EraseReport:
     """Sessions and keys that stay but had the user's id or names removed from them."""
     unmatched: tuple[str, ...]
     """Ids of ``user_ids`` that matched nothing (check the platform and the id form)."""
+    state: tuple[str, ...] = ()
+    """State scopes emptied: the user's (in the store's app) and those of the removed keys."""
     scrubbed: bool
     """Whether the files were scrubbed too (see ``scrub_hint`` when not)."""
     scrub_hint: str | None = None
@@ -102,7 +105,12 @@ def prune(
 
 
 def erase_user(  # noqa: C901  # one walk decides and (unless dry_run) erases
-    backend: Backend, platform: str, user_ids: Sequence[str], *, dry_run: bool = False
+    backend: Backend,
+    platform: str,
+    user_ids: Sequence[str],
+    *,
+    dry_run: bool = False,
+    app_id: str = "main",
 ) -> EraseReport:
     """Erase one user of one platform: owned sessions, sent messages, ids and names; scrub."""
     ids = frozenset(user_ids)
@@ -142,6 +150,9 @@ def erase_user(  # noqa: C901  # one walk decides and (unless dry_run) erases
             if not dry_run:
                 _forget_origin(backend, entry, ids)
             cleared.append(entry.session_key)
+    scopes = [StateScope.user(app_id, platform, i).id for i in user_ids]
+    state = _empty_scopes(backend, scopes + [StateScope.lane(k).id for k in removed_keys], dry_run)
+    matched.update(i for i, scope in zip(user_ids, scopes, strict=True) if scope in state)
     scrubbed, hint = (False, "a dry run changes nothing") if dry_run else _scrub(backend)
     return EraseReport(
         dry_run=dry_run,
@@ -152,9 +163,20 @@ def erase_user(  # noqa: C901  # one walk decides and (unless dry_run) erases
         entries=tuple(sorted(removed_keys)),
         cleared=tuple(sorted(set(cleared))),
         unmatched=tuple(i for i in user_ids if i not in matched),
+        state=state,
         scrubbed=scrubbed,
         scrub_hint=hint,
     )
+
+
+def _empty_scopes(backend: Backend, scope_ids: Sequence[str], dry_run: bool) -> tuple[str, ...]:  # noqa: FBT001
+    """Remove every key of the scopes that hold state; return which ones did."""
+    found = backend.get_state(scope_ids)
+    if found and not dry_run:
+        backend.update_state(
+            {scope: dict.fromkeys(value, DELETE) for scope, value in found.items()}
+        )
+    return tuple(sorted(found))
 
 
 def _ids_of(origin: SessionSource | None) -> set[str]:

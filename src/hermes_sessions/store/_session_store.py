@@ -49,7 +49,6 @@ from hermes_sessions.store import (
 )
 from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
-from hermes_sessions.titles import sanitize_title
 from hermes_sessions.window import ContextWindow, context_window
 
 if TYPE_CHECKING:
@@ -472,12 +471,7 @@ class SessionStore(ClosesOnExit):
         are compared after NFC normalisation and case folding; a clash raises
         ``TitleConflictError`` naming the other session.
         """
-        record = self.session(session_id)
-        clean = sanitize_title(title)
-        if clean is not None:
-            owner = _titles.owner(record)
-            _titles.check_title_free(self.backend, clean, owner, exclude=record.id)
-        return self.backend.update_session(session_id, values={"title": clean})
+        return _titles.set_title(self.backend, self.session(session_id), title)
 
     def archive(self, session_id: str) -> SessionRecord:
         """Hide a session from default listings (``archived=True``); nothing is deleted."""
@@ -585,14 +579,16 @@ class SessionStore(ClosesOnExit):
         """Erase one user of one platform (right to erasure; ``docs/concepts.md``).
 
         Pass every id the user has there (records keep the canonical id, ``user_id_alt`` first).
-        Their own sessions go with their keys; elsewhere their messages go and their ids and
-        names leave records and routing entries; then the files are scrubbed. Never crosses
-        platforms; the report lists ids that matched nothing and whether the scrub finished.
-        ``dry_run`` reports what would go and changes nothing.
+        Their own sessions go with their keys (and those keys' state); elsewhere their messages
+        go and their ids and names leave records and routing entries; their user state in this
+        store's app goes; then the files are scrubbed. Never crosses platforms; the report lists
+        ids that matched nothing and whether the scrub finished. ``dry_run`` changes nothing.
         """
         if not user_ids:
             raise ValueError("erase_user needs at least one user id after the platform")
-        return _housekeeping.erase_user(self.backend, platform, user_ids, dry_run=dry_run)
+        return _housekeeping.erase_user(
+            self.backend, platform, user_ids, dry_run=dry_run, app_id=self.keys.namespace
+        )
 
     def rebuild_routing(self) -> int:
         """Recreate missing routing entries from the ``session_key`` kept on session records.

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from hermes_sessions.exceptions import TitleConflictError
 from hermes_sessions.queries import SessionQuery
-from hermes_sessions.titles import MAX_TITLE_LENGTH, next_title_in_lineage
+from hermes_sessions.titles import MAX_TITLE_LENGTH, next_title_in_lineage, sanitize_title
 
 if TYPE_CHECKING:
     from hermes_sessions.keys import KeyPolicy
     from hermes_sessions.models import SessionRecord, SessionSource
     from hermes_sessions.protocols import Backend
 
-__all__ = ["Owner", "check_title_free", "next_title", "owner", "owner_of_new"]
+__all__ = ["Owner", "check_title_free", "next_title", "owner", "owner_of_new", "set_title"]
 
 Owner: TypeAlias = tuple[str, ...]
 """``("user", platform, user_id)``, ``("key", session_key)`` or ``("source", platform)``."""
@@ -60,3 +60,11 @@ def next_title(backend: Backend, title: str, who: Owner) -> str:
         return proposed
     base, _, number = proposed.rpartition(" #")
     return f"{base[: MAX_TITLE_LENGTH - len(number) - 2].rstrip()} #{number}"
+
+
+def set_title(backend: Backend, record: SessionRecord, title: str | None) -> SessionRecord:
+    """Set or clear ``record``'s title after checking no other session of its owner has it."""
+    clean = sanitize_title(title)
+    if clean is not None:
+        check_title_free(backend, clean, owner(record), exclude=record.id)
+    return backend.update_session(record.id, values={"title": clean})

@@ -20,6 +20,7 @@ from hermes_sessions import options
 from hermes_sessions.backends.postgres import _messages as writes
 from hermes_sessions.backends.postgres import _reindex
 from hermes_sessions.backends.postgres import _schema as schema
+from hermes_sessions.backends.postgres import _state as state_sql
 from hermes_sessions.backends.postgres import _statements as statements
 from hermes_sessions.backends.postgres._pool import Connections, guarded
 from hermes_sessions.backends.postgres._rows import (
@@ -39,6 +40,8 @@ from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
 from hermes_sessions.backends.rules import (
     apply_update,
     check_message_sizes,
+    check_session_revision,
+    check_state_target,
     check_update,
     missing_session,
 )
@@ -279,6 +282,7 @@ class PostgresBackend(Connections, ClosesOnExit):
             )
             if cursor.rowcount == 0:
                 return False
+            state_sql.forget(self, connection, session_id)
             connection.execute(
                 self.q(
                     "UPDATE {s}.sessions SET parent_session_id = NULL WHERE parent_session_id = %s"
@@ -317,12 +321,23 @@ class PostgresBackend(Connections, ClosesOnExit):
         *,
         touch_at: datetime | None = None,
         usage: Usage | None = None,
+        state: Mapping[str, Mapping[str, Any]] | None = None,
+        if_revision: int | None = None,
     ) -> AppendResult:
         """Append atomically and idempotently by platform message id; one transaction."""
         check_message_sizes(messages, self.max_message_bytes)
+        check_state_target(session_id, if_revision)
 
         def work(connection: psycopg.Connection[Any]) -> AppendResult:
-            result = writes.append(self, connection, session_id, messages, touch_at=touch_at)
+            result = writes.append(
+                self,
+                connection,
+                session_id,
+                messages,
+                touch_at=touch_at,
+                if_revision=if_revision,
+                state=state,
+            )
             if usage is not None and not result.duplicate:
                 self._update(connection, session_id, usage.values(), usage.increments())
             return result
@@ -409,6 +424,39 @@ class PostgresBackend(Connections, ClosesOnExit):
     def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Delete messages for good (and their search rows); return how many were deleted."""
         return self._run(lambda c: writes.delete(self, c, session_id, message_ids))
+
+    # -- state -------------------------------------------------------------------------------------
+
+    @guarded
+    def get_state(self, scope_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Return the value of every scope in ``scope_ids`` that holds one."""
+        if not scope_ids:
+            return {}
+        return self._run(lambda c: state_sql.get(self, c, scope_ids), write=False)
+
+    @guarded
+    def update_state(
+        self,
+        changes: Mapping[str, Mapping[str, Any]],
+        *,
+        session_id: str | None = None,
+        if_revision: int | None = None,
+    ) -> SessionRecord | None:
+        """Merge ``changes`` in one transaction; through ``session_id``, move its revision."""
+        check_state_target(session_id, if_revision)
+
+        def work(connection: psycopg.Connection[Any]) -> SessionRecord | None:
+            if session_id is not None:
+                _, _, revision = writes.lock_session(self, connection, session_id)
+                check_session_revision(session_id, if_revision, revision)
+                connection.execute(
+                    self.q("UPDATE {s}.sessions SET revision = revision + 1 WHERE id = %s"),
+                    (session_id,),
+                )
+            state_sql.merge(self, connection, changes)
+            return None if session_id is None else statements.record(self, connection, session_id)
+
+        return self._run(work)
 
     # -- the atomic rotation -----------------------------------------------------------------------
 

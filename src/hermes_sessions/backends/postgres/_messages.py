@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from hermes_sessions import text
+from hermes_sessions.backends.postgres import _state as state_sql
 from hermes_sessions.backends.postgres._rows import (
     MESSAGE_COLUMNS,
     enc,
@@ -22,11 +23,17 @@ from hermes_sessions.backends.postgres._rows import (
     message_from_row,
 )
 from hermes_sessions.backends.postgres._search import documents
-from hermes_sessions.backends.rules import missing_session, plan_append, tool_call_count
+from hermes_sessions.backends.rules import (
+    check_session_revision,
+    missing_session,
+    plan_append,
+    revision_step,
+    tool_call_count,
+)
 from hermes_sessions.exceptions import SessionNotFoundError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from datetime import datetime
 
     import psycopg
@@ -39,7 +46,7 @@ __all__ = ["append", "delete", "lock_session", "replace_all", "replace_one", "se
 
 _TAKE_IDS: Final = (
     "UPDATE {s}.sessions SET next_message_id = next_message_id + %s WHERE id = %s "
-    "RETURNING seq, next_message_id - %s"
+    "RETURNING seq, next_message_id - %s, revision"
 )
 _WRITE: Final = """WITH new_messages AS (
     INSERT INTO {s}.messages (session_seq, id, role, timestamp, active, platform_message_id,
@@ -52,7 +59,7 @@ _WRITE: Final = """WITH new_messages AS (
 ), counted AS (
     UPDATE {s}.sessions SET message_count = message_count + %s,
         tool_call_count = tool_call_count + %s,
-        last_active_at = greatest(last_active_at, %s)
+        last_active_at = greatest(last_active_at, %s), revision = revision + %s
     WHERE seq = %s
 )
 UPDATE {s}.entries SET updated_at = greatest(updated_at, %s)
@@ -61,12 +68,12 @@ WHERE %s::timestamptz IS NOT NULL AND session_id = %s"""
 
 def lock_session(
     pool: Connections, connection: psycopg.Connection[Any], session_id: str, ids: int = 0
-) -> tuple[int, int]:
-    """Lock the session's row and take ``ids`` message ids; return ``(seq, first id)``."""
+) -> tuple[int, int, int]:
+    """Lock the session's row and take ``ids`` message ids; return ``(seq, first id, revision)``."""
     row = connection.execute(pool.q(_TAKE_IDS), (ids, session_id, ids)).fetchone()
     if row is None:
         raise missing_session(session_id)
-    return int(row[0]), int(row[1])
+    return int(row[0]), int(row[1]), int(row[2])
 
 
 def _known(
@@ -127,6 +134,7 @@ def _write(
     counts: tuple[int, int],
     last_active: datetime | None,
     touch_at: datetime | None,
+    step: int,
 ) -> None:
     connection.execute(
         pool.q(_WRITE),
@@ -138,6 +146,7 @@ def _write(
             counts[0],
             counts[1],
             last_active,
+            step,
             seq,
             touch_at,
             touch_at,
@@ -153,14 +162,26 @@ def append(
     messages: Sequence[Message],
     *,
     touch_at: datetime | None = None,
+    if_revision: int | None = None,
+    state: Mapping[str, Mapping[str, Any]] | None = None,
+    step: int | None = None,
 ) -> AppendResult:
-    """Append ``messages`` by the redelivery rule (``rules.plan_append``); return the result."""
-    seq, next_id = lock_session(pool, connection, session_id, len(messages))
+    """Append ``messages`` by the redelivery rule (``rules.plan_append``); return the result.
+
+    Unless it is a redelivery, ``if_revision`` is checked, ``state`` merged and the revision
+    moved on (by ``step`` if given: a rewrite or a new session says how far).
+    """
+    seq, next_id, revision = lock_session(pool, connection, session_id, len(messages))
     platform_ids = [m.platform_message_id for m in messages if m.platform_message_id]
     known = _known(pool, connection, seq, session_id, platform_ids) if platform_ids else {}
     plan = plan_append(session_id, messages, known, next_id)
     if plan.result.duplicate:
-        return plan.result
+        return attrs.evolve(plan.result, revision=revision)
+    check_session_revision(session_id, if_revision, revision)
+    if state:
+        state_sql.merge(pool, connection, state)
+    if step is None:
+        step = revision_step(bool(plan.new), state)
     rows = _Rows()
     added = tools = 0
     for new in plan.new:
@@ -178,20 +199,28 @@ def append(
         counts=(added, tools),
         last_active=max(times, default=None),
         touch_at=touch_at,
+        step=step,
     )
-    return plan.result
+    return attrs.evolve(plan.result, revision=revision + step)
 
 
 def _adjust(
-    pool: Connections, connection: psycopg.Connection[Any], seq: int, count: int, tools: int
+    pool: Connections,
+    connection: psycopg.Connection[Any],
+    seq: int,
+    count: int,
+    tools: int,
+    *,
+    changed: bool,
 ) -> None:
-    if count or tools:
+    """Fix the counters after a rewrite; one that ``changed`` something moves the revision."""
+    if count or tools or changed:
         connection.execute(
             pool.q(
                 "UPDATE {s}.sessions SET message_count = message_count + %s, "
-                "tool_call_count = tool_call_count + %s WHERE seq = %s"
+                "tool_call_count = tool_call_count + %s, revision = revision + %s WHERE seq = %s"
             ),
-            (count, tools, seq),
+            (count, tools, int(changed), seq),
         )
 
 
@@ -203,7 +232,7 @@ def replace_one(
     message: Message,
 ) -> Message:
     """Replace one message's fields keeping its id; re-index it and fix the counters."""
-    seq, _ = lock_session(pool, connection, session_id)
+    seq, _, _ = lock_session(pool, connection, session_id)
     new = attrs.evolve(message, id=message_id, session_id=session_id)
     old = connection.execute(
         pool.q("SELECT active, tool_calls FROM {s}.messages WHERE session_seq = %s AND id = %s"),
@@ -241,6 +270,7 @@ def replace_one(
         counts=(count, tools),
         last_active=None,
         touch_at=None,
+        step=1,
     )
     return new
 
@@ -252,13 +282,13 @@ def replace_all(
     messages: Sequence[Message],
 ) -> list[Message]:
     """Swap the whole transcript of a session for ``messages`` (new ids)."""
-    seq, _ = lock_session(pool, connection, session_id)
+    seq, _, _ = lock_session(pool, connection, session_id)
     connection.execute(pool.q("DELETE FROM {s}.messages WHERE session_seq = %s"), (seq,))
     connection.execute(
         pool.q("UPDATE {s}.sessions SET message_count = 0, tool_call_count = 0 WHERE seq = %s"),
         (seq,),
     )
-    return list(append(pool, connection, session_id, messages))
+    return list(append(pool, connection, session_id, messages, step=1))
 
 
 def set_active(
@@ -270,7 +300,7 @@ def set_active(
     active: bool,
 ) -> int:
     """Soft-delete or restore messages (search rows stay); return how many changed."""
-    seq, _ = lock_session(pool, connection, session_id)
+    seq, _, _ = lock_session(pool, connection, session_id)
     rows = connection.execute(
         pool.q(
             "UPDATE {s}.messages SET active = %s WHERE session_seq = %s AND active != %s "
@@ -279,7 +309,8 @@ def set_active(
         (active, seq, active, sorted(set(message_ids))),
     ).fetchall()
     sign = 1 if active else -1
-    _adjust(pool, connection, seq, sign * len(rows), sign * sum(row[0] for row in rows))
+    changes = (sign * len(rows), sign * sum(row[0] for row in rows))
+    _adjust(pool, connection, seq, *changes, changed=bool(rows))
     return len(rows)
 
 
@@ -290,7 +321,7 @@ def delete(
     message_ids: Sequence[int],
 ) -> int:
     """Delete messages and their search rows for good; return how many were deleted."""
-    seq, _ = lock_session(pool, connection, session_id)
+    seq, _, _ = lock_session(pool, connection, session_id)
     rows = connection.execute(
         pool.q(
             "DELETE FROM {s}.messages WHERE session_seq = %s AND id = ANY(%s::bigint[]) "
@@ -300,5 +331,5 @@ def delete(
     ).fetchall()
     count = sum(1 for row in rows if row[0])
     tools = sum(row[1] for row in rows if row[0])
-    _adjust(pool, connection, seq, -count, -tools)
+    _adjust(pool, connection, seq, -count, -tools, changed=bool(rows))
     return len(rows)

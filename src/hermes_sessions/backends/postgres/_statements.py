@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from hermes_sessions.backends.postgres import _state as state_sql
 from hermes_sessions.backends.postgres._messages import append
 from hermes_sessions.backends.postgres._pool import lock_id
 from hermes_sessions.backends.postgres._rows import (
@@ -187,6 +188,8 @@ def _lock_sessions(
     named = [w.entry.session_id for w in plan.entries] + list(plan.require_open)
     named += [s for pair in plan.repoint for s in pair] + list(plan.reopen)
     named += [s for s, _ in plan.end]
+    if plan.copy_state_from is not None:
+        named.append(plan.copy_state_from)
     if plan.create is not None:
         named.append(plan.create.id)
     rows = connection.execute(
@@ -226,7 +229,9 @@ def apply_plan(
     if plan.create is not None:
         if create(pool, connection, plan.create) is None:  # created concurrently meanwhile
             raise ConflictError(session_id=plan.create.id)
-        append(pool, connection, plan.create.id, plan.messages)
+        append(pool, connection, plan.create.id, plan.messages, step=0)
+        if plan.copy_state_from is not None:
+            state_sql.copy(pool, connection, plan.copy_state_from, plan.create.id)
     if plan.reopen:
         connection.execute(
             pool.q(
