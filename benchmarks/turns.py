@@ -8,7 +8,10 @@ call's ``usage`` to the same append (still one commit). The baseline is a
 raw ``sqlite3`` loop in the same run storing the same data per turn: one indexed read (two when
 checked), then one ``BEGIN IMMEDIATE`` transaction inserting two messages and their FTS5 rows
 (same index definition, same tokens), updating the session's counters and the routing row, with
-the same durability.
+the same durability. A *stateful* turn is a checked turn whose append also carries a
+``state_delta`` (the session's step and the lane's model): still one commit, which the run
+verifies by counting the ``COMMIT`` statements SQLite sees; its raw loop also upserts the two
+state rows in its transaction.
 
 Run ``python benchmarks/turns.py`` (1,000, 10,000 and 100,000 keys; several minutes, most of it
 spent creating the keys) or ``--quick`` for a smoke run. Targets (DESIGN §11): at least 1,000
@@ -25,6 +28,7 @@ import sqlite3
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from hermes_sessions import (
     Message,
@@ -32,6 +36,7 @@ from hermes_sessions import (
     ResetPolicy,
     SessionSource,
     SessionStore,
+    StateScope,
     Usage,
     text,
 )
@@ -58,8 +63,14 @@ WARM_UP = 50
 """Untimed turns first: caches, lazily compiled patterns and the page cache settle."""
 
 
-def store_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool = False) -> float:
-    """Turns per second through the store with full durability (``checked``: with ``seen``)."""
+def store_turns(
+    path: Path, keys: int, turns: int, seed: int, *, checked: bool = False, stateful: bool = False
+) -> float:
+    """Turns per second through the store with full durability.
+
+    ``checked``: with ``seen`` and usage; ``stateful``: checked, and with a state delta.
+    """
+    checked = checked or stateful
     rng = random.Random(seed)
     picks = [rng.randrange(keys) for _ in range(turns + WARM_UP)]
     with SessionStore(SQLiteBackend(path, durability="full"), resets=NEVER) as store:
@@ -79,12 +90,51 @@ def store_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool =
                 ),
                 Message(role="assistant", content=f"answer {n}: restart the youer container"),
                 usage=Usage(input=120, output=30, cost_usd=0.001) if checked else None,
+                state_delta={
+                    StateScope.session(lookup.session_id): {"step": n},
+                    StateScope.lane(lookup.entry.session_key): {"model": "m-1"},
+                }
+                if stateful
+                else None,
             )
         elapsed = time.perf_counter() - start
     return turns / elapsed
 
 
-def raw_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool = False) -> float:
+def commits_per_turn(path: Path, keys: int, turns: int, seed: int) -> float:
+    """``COMMIT`` statements SQLite runs per stateful turn (untimed: tracing slows it)."""
+    commits = 0
+    connect = sqlite3.connect
+
+    def counting(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        def trace(statement: str) -> None:
+            nonlocal commits
+            commits += statement.lstrip().upper().startswith(("COMMIT", "END"))
+
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(trace)
+        return connection
+
+    sqlite3.connect = counting  # type: ignore[assignment]
+    try:
+        with SessionStore(SQLiteBackend(path, durability="normal"), resets=NEVER) as store:
+            lookups = [store.get_or_create(source(n % keys)) for n in range(turns)]
+            commits = 0
+            for n, lookup in enumerate(lookups):
+                store.append(
+                    lookup.session_id,
+                    Message(role="user", content="q", platform_message_id=f"c{seed}-{n}"),
+                    usage=Usage(input=1),
+                    state_delta={StateScope.session(lookup.session_id): {"step": n}},
+                )
+    finally:
+        sqlite3.connect = connect  # type: ignore[assignment]
+    return commits / turns
+
+
+def raw_turns(
+    path: Path, keys: int, turns: int, seed: int, *, checked: bool = False, stateful: bool = False
+) -> float:
     """Turns per second of a raw sqlite3 loop storing the same data with the same commits.
 
     The same tables a turn needs (routing rows indexed by session, sessions with counters,
@@ -92,6 +142,7 @@ def raw_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool = F
     definition over the same token stream), written with plain statements. Message bodies and
     tokens are prepared before the clock starts, so the ratio is the library's whole overhead.
     """
+    checked = checked or stateful
     connection = sqlite3.connect(path, isolation_level=None)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=FULL")
@@ -107,6 +158,7 @@ def raw_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool = F
         CREATE UNIQUE INDEX messages_platform ON messages (session_id, platform_id)
             WHERE platform_id IS NOT NULL;
         CREATE VIRTUAL TABLE messages_fts USING fts5 (tokens, tokenize = 'ascii', prefix = '1');
+        CREATE TABLE state (scope TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
         """
     )
     connection.execute("BEGIN")
@@ -161,10 +213,26 @@ def raw_turns(path: Path, keys: int, turns: int, seed: int, *, checked: bool = F
             "UPDATE entries SET updated_at = max(updated_at, ?) WHERE session_id = ?",
             (n, session_id),
         )
+        if stateful:
+            _raw_state(connection, session_id, n)
         connection.execute("COMMIT")
     elapsed = time.perf_counter() - start
     connection.close()
     return turns / elapsed
+
+
+def _raw_state(connection: sqlite3.Connection, session_id: str, n: int) -> None:
+    """The stateful turn's state rows: the session's step and the lane's model."""
+    for scope, value in ((f"session|{session_id}", {"step": n}), (f"lane|k{session_id}", {})):
+        (stored,) = connection.execute(
+            "SELECT coalesce((SELECT value FROM state WHERE scope = ?), '{}')", (scope,)
+        ).fetchone()
+        merged = json.loads(stored) | (value or {"model": "m-1"})
+        connection.execute(
+            "INSERT INTO state VALUES (?, ?) "
+            "ON CONFLICT (scope) DO UPDATE SET value = excluded.value",
+            (scope, json.dumps(merged)),
+        )
 
 
 def main() -> None:
@@ -204,6 +272,21 @@ def main() -> None:
                 f"{raw_c:7,.0f}; ratio {ours_c / raw_c:.2f}; cost of the check "
                 f"{ours_c / ours:.2f}x the unchecked rate"
             )
+            ours_s = max(
+                store_turns(db, keys, turns, seed=keys + 20 + r, stateful=True) for r in (0, 1)
+            )
+            raw_s = max(
+                raw_turns(folder / f"raws{r}.db", keys, turns, seed=keys + r, stateful=True)
+                for r in (0, 1)
+            )
+            print(
+                f"{keys:>7,} keys, stateful (checked + state_delta): {ours_s:7,.0f} turns/s; raw "
+                f"{raw_s:7,.0f}; ratio {ours_s / raw_s:.2f}; "
+                f"{ours_s / ours_c:.2f}x the checked rate"
+            )
+    with tempfile.TemporaryDirectory() as scratch:
+        per_turn = commits_per_turn(Path(scratch) / "state.db", 20, 200, seed=7)
+        print(f"commits per stateful turn (state_delta + usage + messages): {per_turn:.2f}")
     low, high = sizes[0], sizes[-1]
     print(
         f"flatness: {rates[high]:,.0f} turns/s at {high:,} keys vs {rates[low]:,.0f} at "
