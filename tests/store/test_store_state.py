@@ -1,4 +1,4 @@
-"""State in four scopes, changed with the turn or alone; the per-session revision (issue 12, item 3)."""
+"""State in four scopes, changed with a turn or alone; the session revision (issue 12, item 3)."""
 
 from __future__ import annotations
 
