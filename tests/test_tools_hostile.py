@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -94,3 +95,27 @@ def test_any_json_like_value_gives_a_result_dict(handlers, arguments):
     _check(handle_session_search(context, arguments))
     if isinstance(arguments, dict):
         _check(handle_session_search(context, {**arguments, "session_id": session_id}))
+
+
+class Exploding(Mapping):
+    """A mapping whose every read raises, as a stand-in for any object a host might pass."""
+
+    def __getitem__(self, key):
+        """Refuse."""
+        raise ValueError(f"cannot read {key!r}")
+
+    def __iter__(self):
+        """Nothing to iterate."""
+        return iter(())
+
+    def __len__(self):
+        """Empty."""
+        return 0
+
+
+def test_an_object_that_raises_on_reading_gives_an_error_dict(handlers):
+    """Even a mapping that raises when read gives an invalid_arguments dict."""
+    memory, context, _ = handlers
+    for result in (handle_memory(memory, Exploding()), handle_session_search(context, Exploding())):
+        _check(result)
+        assert result["code"] == "invalid_arguments"

@@ -89,3 +89,16 @@ def test_a_match_deep_in_a_10_mb_message_is_found_with_its_snippet(tmp_path):
     assert big.snippet.startswith("...")
     assert big.snippet.endswith("...")
     assert any(text[a:b] == "zyxneedle" for a, b in big.spans)
+
+
+def test_a_text_without_spaces_is_cut_safely(monkeypatch):
+    """CJK without spaces: cuts fall mid-text, matches by a cut are not trusted; still exact."""
+    text = "服务端配置" * (LONG_TEXT // 2) + "部署失败" + "服务端配置" * (LONG_TEXT // 2)
+    query = parse_query("部署失败")
+    window = match_window(text, query)
+    assert window is not None
+    assert window[0] > 0
+    assert window[1] < len(text)
+    assert make_snippet(text, query) == whole_snippet(monkeypatch, text, query)
+    edge = "部署失败" + "服务端配置" * LONG_TEXT
+    assert make_snippet(edge, query) == whole_snippet(monkeypatch, edge, query)

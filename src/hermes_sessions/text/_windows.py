@@ -60,9 +60,7 @@ def match_window(text: str, query: Query) -> tuple[int, int] | None:
     """
     if len(text) <= LONG_TEXT or query.is_empty:
         return None
-    needles = sorted({phrase.tokens[0] for phrase in query.positive_phrases() if phrase.tokens})
-    if not needles:
-        return None
+    needles = sorted({phrase.tokens[0] for phrase in query.positive_phrases()})  # never empty
     pattern = re.compile("|".join(re.escape(needle) for needle in needles), re.IGNORECASE)
     tried = 0
     position = 0
