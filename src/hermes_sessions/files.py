@@ -1,6 +1,7 @@
 """Durable file writes shared by everything that writes files (the memory store, the JSONL backend).
 
-Every file is created private (mode ``0600``). The primitives build on each other:
+Every file is created private (mode ``0600``), every directory (:func:`make_private_dir`)
+``0700``. The primitives build on each other:
 
 * :func:`write_all` writes every byte through a descriptor, continuing short writes; if it fails
   part-way, the file is cut back to where the write started.
@@ -31,9 +32,11 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = [
+    "PRIVATE_DIR",
     "PRIVATE_FILE",
     "create_file",
     "fsync_dir",
+    "make_private_dir",
     "replace_file",
     "temp_path",
     "write_all",
@@ -45,6 +48,28 @@ PRIVATE_FILE: Final = 0o600
 
 .. versionadded:: 0.1.0
 """
+
+
+PRIVATE_DIR: Final = 0o700
+"""The mode of every directory created here: only the owner may list or enter it.
+
+.. versionadded:: 0.1.0
+"""
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` and every missing parent with mode ``0700``; existing ones are left as is.
+
+    (``Path.mkdir(parents=True)`` would give the parents the umask's mode, usually ``0755``.)
+
+    .. versionadded:: 0.1.0
+    """
+    if path.is_dir():
+        return
+    for directory in reversed([path, *path.parents]):
+        if not directory.is_dir():
+            with contextlib.suppress(FileExistsError):
+                directory.mkdir(mode=PRIVATE_DIR)
 
 
 def write_all(fd: int, data: bytes, *, start: int) -> None:

@@ -69,14 +69,31 @@ def _argument_error(error: _ArgumentError) -> dict[str, Any]:
     return _tool_error(str(error), code="invalid_arguments", **details)
 
 
+# What odd values (deep nesting, huge numbers, NaN, stray types) can raise past the checks above.
+_HOSTILE: Final = (ValueError, TypeError, OverflowError, RecursionError)
+
+
+def _hostile_error(error: BaseException) -> dict[str, Any]:
+    detail = " ".join(str(error).split())[:200] or type(error).__name__
+    return _tool_error(
+        f"the arguments could not be used ({detail}); send the documented fields as plain "
+        "strings and numbers",
+        code="invalid_arguments",
+    )
+
+
 def _parse_arguments(arguments: object) -> Mapping[str, Any]:
     """Accept a mapping or the JSON text of a tool call's arguments."""
     if isinstance(arguments, str | bytes):
         try:
             arguments = json.loads(arguments or "{}")
-        except ValueError as error:
+        except ValueError as error:  # also bytes that are not UTF-8, and over-long integers
             message = f"the arguments are not valid JSON ({error}); send an object"
             raise _ArgumentError(message) from None
+        except RecursionError:  # nesting deeper than the interpreter's recursion limit
+            raise _ArgumentError(
+                "the arguments are nested too deeply; send a flat object"
+            ) from None
     if not isinstance(arguments, Mapping):
         raise _ArgumentError(f"the arguments must be a JSON object, got {type(arguments).__name__}")
     return arguments
@@ -223,6 +240,8 @@ def handle_memory(store: MemoryStore, arguments: Mapping[str, Any] | str) -> dic
         return _tool_error(str(error), code="lock_timeout", retryable=True)
     except HermesSessionsError as error:
         return _tool_error(str(error), code="error")
+    except _HOSTILE as error:
+        return _hostile_error(error)
 
 
 def _run_memory(store: MemoryStore, arguments: Mapping[str, Any]) -> MemoryResult:
@@ -332,20 +351,25 @@ def handle_session_search(
     .. versionadded:: 0.1.0
     """
     try:
-        parsed = _parse_arguments(arguments)
-        session_id = _optional_string_argument(parsed, "session_id")
-        query = _optional_string_argument(parsed, "query")
-        if session_id is not None and parsed.get("message_id") is not None:
-            return _scroll(context, session_id, parsed)
-        if session_id is not None:
-            return _read(context, session_id)
-        if query is not None and query.strip():
-            return _discover(context, query, parsed)
-        return _browse(context, parsed)
+        return _search_shape(context, _parse_arguments(arguments))
     except _ArgumentError as error:
         return _argument_error(error)
     except HermesSessionsError as error:
         return _tool_error(str(error), code="error")
+    except _HOSTILE as error:
+        return _hostile_error(error)
+
+
+def _search_shape(context: SearchToolContext, parsed: Mapping[str, Any]) -> dict[str, Any]:
+    session_id = _optional_string_argument(parsed, "session_id")
+    query = _optional_string_argument(parsed, "query")
+    if session_id is not None and parsed.get("message_id") is not None:
+        return _scroll(context, session_id, parsed)
+    if session_id is not None:
+        return _read(context, session_id)
+    if query is not None and query.strip():
+        return _discover(context, query, parsed)
+    return _browse(context, parsed)
 
 
 def _visibility(context: SearchToolContext) -> Visibility:

@@ -2,7 +2,9 @@
 
 Every command works on one home directory (``--home``, default
 :func:`~hermes_sessions.paths.default_home`) and its backend, detected from what the home holds
-unless ``--backend`` says. Read-only commands never create a store. User errors print one line and
+unless ``--backend`` says; ``--backend postgres`` works on a schema (``--schema``) of the
+database at ``--dsn`` (default ``$HERMES_SESSIONS_DSN``) instead, the memory files staying in the
+home. Read-only commands never create a store. User errors print one line and
 exit with status 2; ``check`` exits with 1 when it finds a problem.
 """
 
@@ -58,8 +60,15 @@ def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per 
     parser.add_argument("--home", type=Path, help="the data directory (default: the user's)")
     parser.add_argument(
         "--backend",
-        choices=("sqlite", "jsonl"),
+        choices=("sqlite", "jsonl", "postgres"),
         help="storage backend (default: detected from the home; sqlite for a new one)",
+    )
+    parser.add_argument(
+        "--dsn",
+        help="postgres: the server, postgresql://user@host:5432/db (default: $HERMES_SESSIONS_DSN)",
+    )
+    parser.add_argument(
+        "--schema", help="postgres: the schema holding the store (default: hermes_sessions)"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
@@ -194,7 +203,9 @@ def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         if args.command == "reindex":  # the warning says to run this very command
             warnings.filterwarnings("ignore", "the search index of", RuntimeWarning)
-        store = open_store(args.home, args.backend, create=not read_only)
+        store = open_store(
+            args.home, args.backend, create=not read_only, dsn=args.dsn, schema=args.schema
+        )
     with store:
         return _handlers()[args.command](store, args, sys.stdout)
 

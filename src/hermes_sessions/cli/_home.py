@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BackendName", "detect_backend", "open_store"]
 
-BackendName = Literal["sqlite", "jsonl"]
+BackendName = Literal["sqlite", "jsonl", "postgres"]
 
 
 def detect_backend(home: Path) -> BackendName | None:
@@ -24,8 +24,28 @@ def detect_backend(home: Path) -> BackendName | None:
     return None
 
 
-def open_store(home: Path, backend: BackendName | None, *, create: bool) -> SessionStore:
-    """Open the store under ``home``; unless ``create``, a home without one is a usage error."""
+def open_store(
+    home: Path,
+    backend: BackendName | None,
+    *,
+    create: bool,
+    dsn: str | None = None,
+    schema: str | None = None,
+) -> SessionStore:
+    """Open the store under ``home``; unless ``create``, a home without one is a usage error.
+
+    ``postgres`` opens ``schema`` of the database at ``dsn`` (see ``_postgres``) instead; the
+    memory files stay in ``home``. ``dsn`` given without ``backend`` means ``postgres``.
+    """
+    if backend is None and dsn is not None:
+        backend = "postgres"
+    if backend == "postgres":
+        from hermes_sessions.cli._postgres import open_postgres  # noqa: PLC0415  # optional extra
+
+        return open_postgres(dsn, schema, create=create)
+    if dsn is not None or schema is not None:
+        option = "--dsn" if dsn is not None else "--schema"
+        raise UsageError(f"{option} is for --backend postgres, not {backend or 'a home'}")
     found = detect_backend(home)
     if backend is not None and found is not None and backend != found:
         raise UsageError(f"{home} holds a {found} store, not {backend}; drop --backend {backend}")

@@ -19,6 +19,7 @@ Message ids are assigned again by the target backend (insertion order is kept).
 from __future__ import annotations
 
 import json
+import os
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
@@ -31,6 +32,7 @@ from hermes_sessions.exceptions import (
     InvalidSourceError,
     MemoryRefusedError,
 )
+from hermes_sessions.files import PRIVATE_FILE
 from hermes_sessions.interop._report import BundleReport, ImportProblem
 from hermes_sessions.models import Message, SessionEntry, SessionRecord
 from hermes_sessions.queries import SessionQuery
@@ -151,7 +153,11 @@ def export_bundle(
 def _open(file: Path | str | IO[str], mode: str, stack: ExitStack) -> IO[str]:
     if isinstance(file, (str, Path)):
         try:
-            return stack.enter_context(Path(file).open(mode, encoding="utf-8", newline="\n"))
+            if mode == "r":
+                return stack.enter_context(Path(file).open(mode, encoding="utf-8", newline="\n"))
+            # a bundle holds whole transcripts: created private (0600), like every file we write
+            fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+            return stack.enter_context(os.fdopen(fd, "w", encoding="utf-8", newline="\n"))
         except OSError as error:
             raise InvalidSourceError(
                 f"cannot open {file} ({error.strerror}); check the path and its permissions",

@@ -151,6 +151,7 @@ from hermes_sessions.text._searchable import searchable_text
 from hermes_sessions.text._snippets import Snippet, make_snippet
 from hermes_sessions.text._tokens import Token, TokenKind, index_tokens, tokenize
 from hermes_sessions.text._width import fold_width
+from hermes_sessions.text._windows import LONG_TEXT, WINDOW, match_window
 
 TOKENS_VERSION: Final = 2
 """The version of the index token stream (:func:`index_tokens`), for backends that store it.
@@ -164,9 +165,11 @@ differs from this one needs a re-index.
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "LONG_TEXT",
     "MAX_QUERY_LENGTH",
     "MAX_QUERY_PHRASES",
     "TOKENS_VERSION",
+    "WINDOW",
     "Clause",
     "Document",
     "Phrase",
@@ -181,6 +184,7 @@ __all__ = [
     "index_tokens",
     "make_snippet",
     "match_spans",
+    "match_window",
     "parse_query",
     "scoring_tokens",
     "searchable_text",

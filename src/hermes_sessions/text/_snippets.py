@@ -9,6 +9,7 @@ import attrs
 
 from hermes_sessions.text._query import stream_spans
 from hermes_sessions.text._tokens import stream
+from hermes_sessions.text._windows import match_window
 
 if TYPE_CHECKING:
     from hermes_sessions.text._query import Query
@@ -30,8 +31,9 @@ class Snippet:
     end: int
     """Where the excerpt ends in the original text (exclusive)."""
     spans: tuple[tuple[int, int], ...]
-    """Every match in the original text as ``(start, end)``, sorted and merged; those inside
-    ``start``..``end`` are the ones marked in ``text``."""
+    """Every match in the original text as ``(start, end)``, sorted and merged (for a text
+    longer than ``LONG_TEXT``, those of the window searched); those inside ``start``..``end``
+    are the ones marked in ``text``."""
 
 
 def _window(
@@ -77,7 +79,10 @@ def make_snippet(
     does each CJK character or symbol. The window covers as many matches as fit, centred on
     them; matches are wrapped in ``start_mark``/``end_mark`` (merged where they overlap or
     touch) and ``ellipsis`` stands where text was cut. A text without a match gives its
-    beginning.
+    beginning. A text longer than :data:`~hermes_sessions.text.LONG_TEXT` characters is
+    tokenized only in a window of :data:`~hermes_sessions.text.WINDOW` characters on each side
+    of its first confirmed match (``spans`` then lists the matches of that window); when no
+    window confirms one, the whole text is used, as for a short one.
 
     >>> from hermes_sessions.text import parse_query
     >>> make_snippet("we deploy with docker compose on friday", parse_query("docker"), max_tokens=4)
@@ -90,13 +95,18 @@ def make_snippet(
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-    tokens = stream(text)
+    window = match_window(text, query)  # a long text: only a window around a match
+    low, high = window if window is not None else (0, len(text))
+    tokens = stream(text[low:high] if window is not None else text)
     spans = [] if query.is_empty else stream_spans(query, tokens)
     units = tokens.unit_spans()
+    if low:
+        spans = [(a + low, b + low) for a, b in spans]
+        units = [(a + low, b + low) for a, b in units]
     if units:
         first, last = _window(units, spans, max_tokens)
-        start = units[first][0] if first else 0
-        end = units[last - 1][1] if last < len(units) else len(text)
+        start = units[first][0] if first else low
+        end = units[last - 1][1] if last < len(units) else high
     else:  # nothing searchable at all: cut by characters
         start, end = 0, min(len(text), max_tokens)
     while start < end and text[start].isspace():

@@ -19,7 +19,6 @@ every directory is created ``0700``. ``sync=False`` skips the ``fsync`` calls (t
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import zlib
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from hermes_sessions import files
 from hermes_sessions.exceptions import CorruptRecordError, StorageError
 from hermes_sessions.files import write_all
 from hermes_sessions.models import JSONObject
@@ -216,9 +216,5 @@ def truncate(path: Path, size: int, *, sync: bool) -> None:
 
 
 def make_private_dir(path: Path) -> None:
-    """Create ``path`` (mode ``0700``) unless it exists; parents are created as needed."""
-    if path.is_dir():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        path.mkdir(mode=PRIVATE_DIR)
+    """Create ``path`` and any missing parent (mode ``0700``) unless it exists."""
+    files.make_private_dir(path)

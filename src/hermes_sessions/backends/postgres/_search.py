@@ -261,10 +261,14 @@ def _recheck(
         ([seq for seq, _ in pairs], [mid for _, mid in pairs]),
     ).fetchall()
     verdicts = {}
+    single = len(parsed.clauses) == 1 and not parsed.excluded
     for seq, message_id, active, body in rows:
         message = message_from_row((message_id, active, body), "unused")
-        document = text.Document.from_text(text.searchable_text(message))
-        verdicts[seq, message_id] = parsed.matches(document)
+        searchable = text.searchable_text(message)
+        if single and text.match_window(searchable, parsed) is not None:
+            verdicts[seq, message_id] = True  # a window proves a one-clause query: bounded
+            continue
+        verdicts[seq, message_id] = parsed.matches(text.Document.from_text(searchable))
     return verdicts
 
 

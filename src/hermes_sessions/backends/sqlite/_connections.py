@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 import attrs
 
 from hermes_sessions.exceptions import BackendClosedError, LockTimeoutError, StorageError
+from hermes_sessions.files import make_private_dir
 from hermes_sessions.options import Durability  # attrs reads the annotation
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class Connections:
         directory = self.path.parent
         try:
             if not directory.exists():
-                directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                make_private_dir(directory)  # missing parents 0700 too
         except OSError as error:
             raise StorageError(f"cannot create the database {self.path}: {error}") from error
 
