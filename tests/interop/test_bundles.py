@@ -177,3 +177,74 @@ def test_memory_travels_when_asked(tmp_path):
     report = import_bundle(InMemoryBackend(), stream, memory=target)
     assert report.memory_entries == 1
     assert target.entries("memory") == ("部署在 /srv",)
+
+
+def _stateful_store(backend):
+    """A store with one DM whose every scope holds state."""
+    from hermes_sessions import SessionSource, SessionStore, StateScope  # noqa: PLC0415
+
+    store = SessionStore(backend)
+    source = SessionSource(platform="telegram", chat_id="7", user_id="7")
+    lookup = store.get_or_create(source)
+    store.append(
+        lookup.session_id,
+        Message(role="user", content="hi"),
+        state_delta={
+            StateScope.app("main"): {"flag": True},
+            StateScope.user("main", "telegram", "7"): {"lang": "zh"},
+            StateScope.lane(lookup.entry.session_key): {"model": "m-2"},
+            StateScope.session(lookup.session_id): {"step": [1, 2]},
+        },
+    )
+    return store, source
+
+
+@pytest.mark.parametrize("target", ["memory", "sqlite", "jsonl"])
+def test_state_travels_with_its_sessions(tmp_path, target):
+    """Every scope the exported session sees arrives; a second import changes nothing."""
+    store, source = _stateful_store(SQLiteBackend(tmp_path / "a.db"))
+    bundle = tmp_path / "b.jsonl"
+    export_bundle(store, bundle)
+    lines = [json.loads(line) for line in bundle.read_text(encoding="utf-8").splitlines()]
+    assert sum(line.get("type") == "state" for line in lines) == 4
+    backend = {
+        "memory": InMemoryBackend,
+        "sqlite": lambda: SQLiteBackend(tmp_path / "t.db"),
+        "jsonl": lambda: JSONLBackend(tmp_path / "t"),
+    }[target]()
+    first = import_bundle(backend, bundle)
+    again = import_bundle(backend, bundle)
+    from hermes_sessions import SessionStore  # noqa: PLC0415
+
+    moved = SessionStore(backend).get_or_create(source)
+    assert moved.state == store.get_or_create(source).state
+    assert first.problems == ()
+    assert again.problems == ()
+    assert again.unchanged == tuple(first.sessions)
+
+
+def test_state_the_target_holds_differently_is_kept_and_reported(tmp_path):
+    """Merging never overwrites: a scope that differs is a conflict, the target's value stays."""
+    from hermes_sessions import StateScope  # noqa: PLC0415
+
+    store, _ = _stateful_store(InMemoryBackend())
+    bundle = io.StringIO()
+    export_bundle(store, bundle)
+    target = InMemoryBackend()
+    app = StateScope.app("main").id
+    target.update_state({app: {"flag": False}})
+    report = import_bundle(target, io.StringIO(bundle.getvalue()))
+    assert [(p.kind, p.where) for p in report.problems] == [("conflict", app)]
+    assert target.get_state([app]) == {app: {"flag": False}}
+
+
+def test_a_malformed_state_line_is_skipped_and_reported(tmp_path):
+    """A state line without a JSON object value is a bad record, not a crash."""
+    store, _ = _stateful_store(InMemoryBackend())
+    bundle = io.StringIO()
+    export_bundle(store, bundle)
+    lines = bundle.getvalue().splitlines()
+    end = lines.pop()
+    lines += [json.dumps({"type": "state", "scope": "app|x", "value": [1]}), end]
+    report = import_bundle(InMemoryBackend(), io.StringIO("\n".join(lines) + "\n"))
+    assert [p.kind for p in report.problems] == ["bad_record"]

@@ -5,15 +5,20 @@ The format (``docs/cli.md`` has the details)::
     {"format": "hermes-sessions-bundle", "version": 1, "created_at": "...Z", "generator": "..."}
     {"type": "session", "session": {...record...}, "messages": [{...}, ...]}
     {"type": "entry", "entry": {...routing entry...}}
+    {"type": "state", "scope": "lane|agent:main:...", "value": {...}}
     {"type": "memory", "target": "memory", "entries": ["...", ...]}
     {"type": "end", "sessions": 2, "entries": 1}
 
 Records, entries and messages are written by the library's one converter
 (:mod:`hermes_sessions.serde`), so every field — unknown message fields in ``extra`` included —
-round-trips. The type ``lane`` is reserved for per-lane state; a reader meets a record type it does
-not know by reporting it (``unknown_record``) and going on, so a version-1 reader can read a
-version-1 bundle that gained a record type. A bundle with a higher ``version`` is refused.
-Message ids are assigned again by the target backend (insertion order is kept).
+round-trips. ``state`` lines carry the state of the exported sessions' scopes: each session's
+own, its key's lane (and every exported entry's), its user's and the app's (the store's key
+namespace; ``main`` for a bare backend). Importing sets a scope the target does not hold and
+reports a ``conflict`` for one it holds differently (the target's value is kept). A reader meets
+a record type it does not know by reporting it (``unknown_record``) and going on, so a version-1
+reader can read a version-1 bundle that gained a record type (the ``state`` type came this way).
+A bundle with a higher ``version`` is refused. Message ids are assigned again by the target
+backend (insertion order is kept), and so are session revisions.
 """
 
 from __future__ import annotations
@@ -34,8 +39,9 @@ from hermes_sessions.exceptions import (
 )
 from hermes_sessions.files import PRIVATE_FILE
 from hermes_sessions.interop._report import BundleReport, ImportProblem
-from hermes_sessions.models import Message, SessionEntry, SessionRecord
+from hermes_sessions.models import Message, SessionEntry, SessionRecord, check_json
 from hermes_sessions.queries import SessionQuery
+from hermes_sessions.state import StateScope
 from hermes_sessions.store import SessionStore
 
 if TYPE_CHECKING:
@@ -134,6 +140,8 @@ def export_bundle(
                 progress(done, len(records))
         for entry in entries:
             out.write(_dumps({"type": "entry", "entry": serde.unstructure(entry)}))
+        for scope, value in _states(store, backend, records, entries).items():
+            out.write(_dumps({"type": "state", "scope": scope, "value": value}))
         if memory is not None:
             for target in ("memory", "user"):
                 items = list(memory.entries(target))
@@ -148,6 +156,26 @@ def export_bundle(
         memory_entries=memory_entries,
         problems=(),
     )
+
+
+def _states(
+    store: SessionStore | Backend,
+    backend: Backend,
+    records: Sequence[SessionRecord],
+    entries: Sequence[SessionEntry],
+) -> dict[str, dict[str, Any]]:
+    """The state of every scope the exported sessions see, in a stable order."""
+    app = store.keys.namespace if isinstance(store, SessionStore) else "main"
+    scopes = [StateScope.app(app).id]
+    for record in records:
+        scopes.append(StateScope.session(record.id).id)
+        if record.session_key:
+            scopes.append(StateScope.lane(record.session_key).id)
+        if record.user_id:
+            scopes.append(StateScope.user(app, record.source, record.user_id).id)
+    scopes += [StateScope.lane(entry.session_key).id for entry in entries]
+    found = backend.get_state(list(dict.fromkeys(scopes)))
+    return {scope: found[scope] for scope in sorted(found)}
 
 
 def _open(file: Path | str | IO[str], mode: str, stack: ExitStack) -> IO[str]:
@@ -265,6 +293,8 @@ class _Import:
                 self._entry(serde.structure(data.get("entry"), SessionEntry, path=place))
             elif kind == "memory":
                 self._memory(data, place)
+            elif kind == "state":
+                self._state(data, place)
             elif kind == "end":
                 self.ended = True
             else:
@@ -287,7 +317,7 @@ class _Import:
             self.messages += len(messages)
             return
         held = self.backend.get_messages(record.id, include_inactive=True)
-        if serde.unstructure(existing) == serde.unstructure(record) and [
+        if serde.unstructure(_unrevised(existing)) == serde.unstructure(_unrevised(record)) and [
             _message_out(m) for m in held
         ] == [_message_out(m) for m in messages]:
             self.unchanged.append(record.id)
@@ -319,6 +349,25 @@ class _Import:
                 f"the key already points at {current.session_id} in the target; it was kept",
             )
 
+    def _state(self, data: dict[str, Any], place: str) -> None:
+        scope: object = data.get("scope")
+        value: object = data.get("value")
+        if not isinstance(scope, str) or not isinstance(value, dict) or not value:
+            raise CorruptRecordError(
+                "a state line needs 'scope' and a non-empty 'value'", path=place
+            )
+        try:
+            check_json(value, f"state[{scope!r}]")
+        except ValueError as error:
+            raise CorruptRecordError(str(error), path=place) from error
+        held = self.backend.get_state([scope]).get(scope)
+        if held is None:
+            self.backend.update_state({scope: value})
+        elif held != value:
+            self.problem(
+                "conflict", scope, "the target holds other state in this scope; it was kept"
+            )
+
     def _memory(self, data: dict[str, Any], place: str) -> None:
         target: object = data.get("target")
         items: object = data.get("entries")
@@ -333,6 +382,12 @@ class _Import:
                 self.problem("memory_refused", target, str(error))
             else:
                 self.memory_entries += int(result.changed)
+
+
+def _unrevised(record: SessionRecord) -> SessionRecord:
+    import attrs  # noqa: PLC0415  # evolve only here
+
+    return attrs.evolve(record, revision=0)
 
 
 def _unversioned(entry: SessionEntry) -> SessionEntry:
