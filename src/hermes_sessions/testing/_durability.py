@@ -14,6 +14,7 @@ from hermes_sessions.testing._support import (
     minutes,
     private_mode_problems,
     record,
+    run_workers,
     say,
     seed,
 )
@@ -26,7 +27,7 @@ KEY = "agent:main:telegram:dm:1"
 
 
 def _append_worker(
-    factory: Callable[[Path], Backend], directory: Path, worker: int, count: int
+    factory: Callable[[Path], Backend], directory: Path, count: int, worker: int
 ) -> None:
     with factory(directory) as backend:
         for n in range(count):
@@ -95,16 +96,7 @@ class DurabilityContract(ContractBase):
     def test_processes_appending_lose_nothing(self, multiprocess: Backend, data_dir: Path) -> None:
         """Four processes appending to one session: every message present exactly once."""
         seed(multiprocess, "shared")
-        context = multiprocessing.get_context("spawn")
-        workers = [
-            context.Process(target=_append_worker, args=(self.make_backend, data_dir, w, 25))
-            for w in range(4)
-        ]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+        assert run_workers(_append_worker, self.make_backend, data_dir, 25) == [0, 0, 0, 0]
         contents = sorted(str(m.content) for m in multiprocess.get_messages("shared"))
         assert contents == sorted(f"{w}:{n}" for w in range(4) for n in range(25))
         stored = multiprocess.get_session("shared")

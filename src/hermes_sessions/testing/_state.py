@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +10,7 @@ import pytest
 from hermes_sessions.exceptions import ConflictError, SessionNotFoundError, StateTooLargeError
 from hermes_sessions.protocols import Backend, RotationPlan
 from hermes_sessions.state import DELETE, MAX_STATE_BYTES, StateScope
-from hermes_sessions.testing._support import T0, ContractBase, record, say, seed
+from hermes_sessions.testing._support import T0, ContractBase, record, run_workers, say, seed
 from hermes_sessions.usage import Usage
 
 if TYPE_CHECKING:
@@ -34,7 +33,7 @@ def _revision(backend: Backend, session_id: str) -> int:
 
 
 def _state_worker(
-    factory: Callable[[Path], Backend], directory: Path, worker: int, count: int
+    factory: Callable[[Path], Backend], directory: Path, count: int, worker: int
 ) -> None:
     with factory(directory) as backend:
         for n in range(count):
@@ -277,15 +276,6 @@ class StateContract(ContractBase):
     ) -> None:
         """Four processes merging keys into one scope: all 60 keys, revision 60."""
         seed(multiprocess, "shared")
-        context = multiprocessing.get_context("spawn")
-        workers = [
-            context.Process(target=_state_worker, args=(self.make_backend, data_dir, w, 15))
-            for w in range(4)
-        ]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+        assert run_workers(_state_worker, self.make_backend, data_dir, 15) == [0, 0, 0, 0]
         assert len(multiprocess.get_state([LANE])[LANE]) == 60
         assert _revision(multiprocess, "shared") == 60

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import stat
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ __all__ = [
     "minutes",
     "private_mode_problems",
     "record",
+    "run_workers",
     "say",
     "seed",
 ]
@@ -78,6 +80,17 @@ def seed(
     stored = backend.get_session(session_id)
     assert stored is not None
     return stored
+
+
+def run_workers(target: Callable[..., None], *args: Any, workers: int = 4) -> list[int | None]:
+    """Run ``target(*args, worker)`` in ``workers`` spawned processes; return their exit codes."""
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=target, args=(*args, w)) for w in range(workers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join()
+    return [process.exitcode for process in processes]
 
 
 def say(content: Any, role: str = "user", **fields: Any) -> Message:
