@@ -23,6 +23,8 @@ MODULES = [
     "formats",
     "host",
     "ids",
+    "integrations.mcp",
+    "integrations.openai_agents",
     "interop",
     "keys",
     "memory",
@@ -74,8 +76,8 @@ def _public_names() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("module", "name"), _public_names())
 def test_public_names_say_when_they_were_added(module, name):
     """A public name's docstring (or attribute docstring) holds ``.. versionadded::``."""
-    package = PACKAGE / module
-    files = sorted(package.glob("*.py")) if package.is_dir() else [PACKAGE / f"{module}.py"]
+    package = PACKAGE.joinpath(*module.split("."))
+    files = sorted(package.glob("*.py")) if package.is_dir() else [package.with_suffix(".py")]
     documented: dict[str, str] = {}
     for path in files:
         documented.update(_documented_names(path))

@@ -141,6 +141,9 @@ def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per 
     memory.add_argument("action", choices=("show", "add", "remove"))
     memory.add_argument("target", nargs="?", choices=("memory", "user"))
     memory.add_argument("text", nargs="?", help="the entry to add, or text of one to remove")
+    from hermes_sessions.cli._mcp import add_mcp_command  # noqa: PLC0415
+
+    add_mcp_command(commands)
     return parser
 
 
@@ -193,6 +196,10 @@ def _run(args: argparse.Namespace) -> int:
     from hermes_sessions.paths import default_home  # noqa: PLC0415
 
     args.home = args.home if args.home is not None else default_home()
+    if args.command == "mcp":
+        from hermes_sessions.cli._mcp import cmd_mcp  # noqa: PLC0415
+
+        return cmd_mcp(args)
     if args.command == "memory":
         if args.action != "show" and (args.target is None or not args.text):
             raise UsageError(f"memory {args.action} needs a TARGET (memory or user) and a TEXT")
