@@ -71,6 +71,8 @@ def item_message(item: Mapping[str, Any]) -> Message:
     would not convert back to an equal item (a type it does not know, a key it drops), the
     item is kept whole in ``extra`` beside the fields it could fill, so the text stays
     searchable and the item still comes back exactly.
+
+    .. versionadded:: 0.1.0
     """
     exact = copy.deepcopy(dict(item))
     try:
