@@ -42,6 +42,19 @@ EXPECTED = {
         "Started a fresh conversation: nothing was said here for 24h.",
         "(closed agent for session",
     ],
+    "openai_agents_session.py": [
+        "turn 2: You asked about the staging port.",
+        "the model saw 5 items on turn 2",
+        "6 messages, 1 tool call",
+        "after clear_session: []",
+        "old session ended: session_reset",
+    ],
+    "mcp_server.py": [
+        "tools: ['session_search', 'memory']",
+        "search '部署': ['staging >>>部署<<< uses port 8443']",
+        "memory add: True",
+        "resources: 1",
+    ],
     "memory_tools.py": ["tools offered to the model", '"code": "blocked"', '"mode": "discover"'],
     "gateway_dingtalk.py": [
         "agent:main:dingtalk:group:cid_group:zhang ['今天谁值班？']",
