@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
-    from hermes_sessions.backends.jsonl._cache import SessionFile, State
+    from hermes_sessions.backends.jsonl._cache import State
     from hermes_sessions.models import JSONObject, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -81,13 +81,6 @@ def _wrapped(method: Callable[P, R]) -> Callable[P, R]:
             raise StorageError(f"JSONL backend: {error}") from error
 
     return wrapper
-
-
-def _session(state: State, session_id: str) -> SessionFile:
-    cached = state.sessions.get(session_id)
-    if cached is None:
-        raise missing_session(session_id)
-    return cached
 
 
 def _open_engine(backend: JSONLBackend) -> DirectoryEngine:
@@ -265,7 +258,7 @@ class JSONLBackend(ClosesOnExit):
         changes, amounts = check_update(values, increments)
         validate_session_id(session_id)
         with self._engine.writing() as state:
-            cached = _session(state, session_id)
+            cached = _state.session_file(state, session_id)
             updated = apply_update(cached.transcript.record, changes, amounts)
             if changes or amounts:
                 stored = {name: getattr(updated, name) for name in changes}
@@ -277,7 +270,7 @@ class JSONLBackend(ClosesOnExit):
         """End a session; the first reason wins."""
         validate_session_id(session_id)
         with self._engine.writing() as state:
-            if not _session(state, session_id).transcript.record.is_ended:
+            if not _state.session_file(state, session_id).transcript.record.is_ended:
                 self._write(session_id, [End(self._engine.next_tx, reason, at)])
             return self._engine.state.sessions[session_id].transcript.record
 
@@ -286,7 +279,7 @@ class JSONLBackend(ClosesOnExit):
         """Clear a session's end."""
         validate_session_id(session_id)
         with self._engine.writing() as state:
-            if _session(state, session_id).transcript.record.is_ended:
+            if _state.session_file(state, session_id).transcript.record.is_ended:
                 self._write(session_id, [Reopen(self._engine.next_tx)])
             return self._engine.state.sessions[session_id].transcript.record
 
@@ -380,7 +373,7 @@ class JSONLBackend(ClosesOnExit):
         """Return messages in insertion order, optionally a window of them."""
         validate_session_id(session_id)
         with self._engine.reading() as state:
-            return _session(state, session_id).transcript.select(
+            return _state.session_file(state, session_id).transcript.select(
                 after_id=after_id,
                 before_id=before_id,
                 limit=limit,
@@ -413,7 +406,7 @@ class JSONLBackend(ClosesOnExit):
         validate_session_id(session_id)
         check_message_sizes([message], self.max_message_bytes)
         with self._engine.writing() as state:
-            copy = _session(state, session_id).transcript.copy()
+            copy = _state.session_file(state, session_id).transcript.copy()
             copy.replace(message_id, message)
             copy.bump()
             self._rewrite(copy)
@@ -425,7 +418,7 @@ class JSONLBackend(ClosesOnExit):
         validate_session_id(session_id)
         check_message_sizes(messages, self.max_message_bytes)
         with self._engine.writing() as state:
-            copy = _session(state, session_id).transcript.copy()
+            copy = _state.session_file(state, session_id).transcript.copy()
             copy.clear()
             plan = copy.prepare(messages)
             copy.add(plan.new)
@@ -439,7 +432,7 @@ class JSONLBackend(ClosesOnExit):
         """Soft-delete or restore messages (one appended line); return how many changed."""
         validate_session_id(session_id)
         with self._engine.writing() as state:
-            messages = _session(state, session_id).transcript.messages
+            messages = _state.session_file(state, session_id).transcript.messages
             changed = tuple(
                 message_id
                 for message_id in sorted(set(message_ids))
@@ -454,7 +447,7 @@ class JSONLBackend(ClosesOnExit):
         """Delete messages for good (the file is rewritten); return how many were deleted."""
         validate_session_id(session_id)
         with self._engine.writing() as state:
-            copy = _session(state, session_id).transcript.copy()
+            copy = _state.session_file(state, session_id).transcript.copy()
             deleted = copy.delete(message_ids)
             if deleted:
                 copy.bump()
@@ -484,7 +477,7 @@ class JSONLBackend(ClosesOnExit):
             resolved = resolve_plan(plan, state.table, self._record_of(state))
             copied: dict[str, JSONObject] = {}
             if plan.copy_state_from is not None and plan.create is not None:
-                _session(state, plan.copy_state_from)  # it must exist
+                _state.session_file(state, plan.copy_state_from)  # it must exist
                 value = state.scopes.get(session_scope(plan.copy_state_from))
                 if value is not None:
                     copied[session_scope(plan.create.id)] = value

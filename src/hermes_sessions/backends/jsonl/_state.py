@@ -37,10 +37,11 @@ if TYPE_CHECKING:
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
-__all__ = ["append", "read_state", "update_state"]
+__all__ = ["append", "read_state", "session_file", "update_state"]
 
 
-def _session(state: State, session_id: str) -> SessionFile:
+def session_file(state: State, session_id: str) -> SessionFile:
+    """The cached file of ``session_id``; ``SessionNotFoundError`` when there is none."""
     cached = state.sessions.get(session_id)
     if cached is None:
         raise missing_session(session_id)
@@ -70,7 +71,7 @@ def append(
 ) -> AppendResult:
     """``append_messages`` with the directory lock held (see the module docstring)."""
     state = engine.state
-    transcript = _session(state, session_id).transcript
+    transcript = session_file(state, session_id).transcript
     plan = transcript.prepare(messages)
     if plan.result.duplicate:  # a redelivery: nothing written, never a conflict
         return attrs.evolve(plan.result, revision=transcript.record.revision)
@@ -111,7 +112,7 @@ def update_state(
         if values:
             engine.log(StateChange(engine.next_tx, values))
         return None
-    record = _session(state, session_id).transcript.record
+    record = session_file(state, session_id).transcript.record
     check_session_revision(session_id, if_revision, record.revision)
     values = _merged(state, changes)
     engine.write(session_id, [Revise(engine.next_tx)], state=values)
