@@ -29,6 +29,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
+import attrs
+
 from hermes_sessions import serde
 from hermes_sessions._version import __version__
 from hermes_sessions.exceptions import (
@@ -385,12 +387,10 @@ class _Import:
 
 
 def _unrevised(record: SessionRecord) -> SessionRecord:
-    import attrs  # noqa: PLC0415  # evolve only here
-
+    """``record`` as imported: its revision starts again in the receiving store."""
     return attrs.evolve(record, revision=0)
 
 
 def _unversioned(entry: SessionEntry) -> SessionEntry:
-    import attrs  # noqa: PLC0415  # evolve only here
-
+    """``entry`` as imported: its revision starts again in the receiving store."""
     return attrs.evolve(entry, revision=0)
