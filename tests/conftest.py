@@ -23,6 +23,16 @@ if TYPE_CHECKING:
 
 pytest_plugins = ["pytester"]
 
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--stress``: run the reliability suite (tests/reliability) 20 times larger."""
+    parser.addoption(
+        "--stress",
+        action="store_true",
+        help="run the reliability suite 20x larger (more processes' operations, more kills)",
+    )
+
+
 # A deadline is a wall-clock limit, and these machines are noisy: never use one.
 settings.register_profile("default", deadline=None, print_blob=True)
 settings.load_profile("default")

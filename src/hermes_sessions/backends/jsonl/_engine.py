@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Final, Self
 import attrs
 import filelock
 
+from hermes_sessions import crashpoints
 from hermes_sessions.backends.jsonl._cache import (
     Change,
     SessionFile,
@@ -480,6 +481,7 @@ class DirectoryEngine:
         assert self._journal_fd is not None  # noqa: S101  # open while the engine is
         data = b"".join(encode(record.to_json()) for record in records)
         append_journal(self._journal_fd, data, sync=self.sync_writes)
+        crashpoints.reached("jsonl.after_journal")
 
     def log(self, record: JournalRecord) -> None:
         """Write a journal-only record (entries, activity, leases) and catch up."""
@@ -503,6 +505,7 @@ class DirectoryEngine:
         self._check_end(path, cached)
         self._journal_append([Write(tx, session_id, len(lines), touch, state or {})])
         append_lines(path, data, expected_size=cached.offset, sync=self.sync_writes)
+        crashpoints.reached("jsonl.after_files")
         self._completed_tx = tx
         self.sync()
 
@@ -561,6 +564,7 @@ class DirectoryEngine:
             )
         self._journal_append([plan])
         self._complete_plan(plan, [plan])
+        crashpoints.reached("jsonl.after_files")
         self.sync()
 
     # -- compaction --------------------------------------------------------------------------------

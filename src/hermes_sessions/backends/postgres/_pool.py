@@ -33,6 +33,7 @@ import psycopg_pool
 from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
 
+from hermes_sessions import crashpoints
 from hermes_sessions.exceptions import BackendClosedError, LockTimeoutError, StorageError
 
 if TYPE_CHECKING:
@@ -191,7 +192,10 @@ class Connections:
                                 "SELECT set_config('lock_timeout', %s, true)",
                                 (f"{round(self.lock_timeout * 1000)}ms",),
                             )
-                        return work(connection)
+                        result = work(connection)
+                        crashpoints.reached("postgres.before_commit")
+                    crashpoints.reached("postgres.after_commit")
+                    return result
             except _RETRIED as error:
                 if attempt == self.retries:
                     waited = time.monotonic() - started

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import attrs
 
+from hermes_sessions import crashpoints
 from hermes_sessions.exceptions import BackendClosedError, LockTimeoutError, StorageError
 from hermes_sessions.files import make_private_dir
 from hermes_sessions.options import Durability  # attrs reads the annotation
@@ -183,6 +184,8 @@ class Connections:
                 connection.execute(begin)
                 try:
                     result = work(connection)
+                    if begin == "BEGIN IMMEDIATE":
+                        crashpoints.reached("sqlite.before_commit")
                     connection.execute("COMMIT")
                 except BaseException:
                     if connection.in_transaction:
@@ -197,6 +200,7 @@ class Connections:
                 _sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))  # noqa: S311
                 continue
             if begin == "BEGIN IMMEDIATE":
+                crashpoints.reached("sqlite.after_commit")
                 self._after_commit(connection)
             return result
         raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,109 @@
+"""What the reliability suite shares: the backends it covers, the workload, the invariants.
+
+Every persistent backend is covered: SQLite, JSONL and PostgreSQL (on the server of
+``HERMES_SESSIONS_TEST_PG_DSN``; CI sets it). ``--stress`` multiplies every count by
+:data:`STRESS_FACTOR`.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import TYPE_CHECKING, Final
+
+import pytest
+
+from hermes_sessions import Message, ResetPolicies, ResetPolicy, SessionSource, SessionStore
+from hermes_sessions.backends.jsonl import JSONLBackend
+from hermes_sessions.backends.sqlite import SQLiteBackend
+from pg_support import SKIP_REASON, open_pg, test_dsn
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from hermes_sessions.protocols import Backend
+
+STRESS_FACTOR: Final = 20
+KEYS: Final = 3
+KINDS: Final = (
+    "sqlite",
+    "jsonl",
+    pytest.param("postgres", marks=pytest.mark.skipif(test_dsn() is None, reason=SKIP_REASON)),
+)
+"""The persistent backends, as a ``parametrize`` list."""
+
+
+def open_backend(kind: str, home: Path) -> Backend:
+    """The backend ``kind`` on the data of ``home`` (PostgreSQL: the schema standing for it)."""
+    if kind == "sqlite":
+        return SQLiteBackend(home / "state.db")
+    if kind == "jsonl":
+        return JSONLBackend(home / "sessions")
+    return open_pg(home)
+
+
+def open_store(kind: str, home: Path) -> SessionStore:
+    """A store that never resets by itself: every rotation in a run is one the run asked for."""
+    never = ResetPolicies(ResetPolicy(mode="none"))
+    return SessionStore(open_backend(kind, home), resets=never)
+
+
+def source(number: int) -> SessionSource:
+    """The conversation ``number`` (modulo :data:`KEYS`: workers share the keys)."""
+    chat = str(number % KEYS)
+    return SessionSource(platform="telegram", chat_id=chat, user_id=chat)
+
+
+def turn(store: SessionStore, number: int, tag: str) -> None:
+    """One turn: find the key's session, store the question and its answer in one append."""
+    lookup = store.get_or_create(source(number))
+    store.append(
+        lookup.session_id,
+        Message(role="user", content=f"q {tag}", platform_message_id=tag),
+        Message(role="assistant", content=f"a {tag}"),
+    )
+
+
+def check_store(
+    store: SessionStore, acknowledged: set[str], *, copies: bool = False
+) -> collections.Counter[str]:
+    """Check the invariants of a store after a run; return how often each tag's turn is stored.
+
+    - every key points at a session that exists and is live (not ended), and no live session
+      is left without a key pointing at it (one live session per key);
+    - each session's counter equals its transcript;
+    - every question has its answer right after it (no turn is half-stored);
+    - every acknowledged turn is stored, and no transcript holds a turn twice; without
+      ``copies`` (no branch ran, which copies a transcript) no turn is stored twice at all.
+    """
+    sessions = store.list_sessions(limit=None, include_compressed=True).items
+    live = [item.record for item in sessions if not item.record.is_ended]
+    keys = {store.key_for(source(n)) for n in range(KEYS)}
+    pointed = set()
+    for key in keys:
+        try:
+            entry = store.entry(key)
+        except LookupError:
+            continue
+        record = store.session(entry.session_id)
+        assert not record.is_ended, f"{key} points at the ended session {record.id}"
+        pointed.add(record.id)
+    assert {record.id for record in live} <= pointed, "a live session no key points at"
+    stored: collections.Counter[str] = collections.Counter()
+    for item in sessions:
+        transcript = store.transcript(item.record.id)
+        assert item.record.message_count == len(transcript), item.record.id
+        questions = [m.content for m in transcript if m.role == "user"]
+        assert len(questions) == len(set(questions)), f"a turn twice in {item.record.id}"
+        for index, message in enumerate(transcript):
+            if message.role != "user":
+                continue
+            tag = str(message.content).removeprefix("q ")
+            stored[tag] += 1
+            answer = transcript[index + 1] if index + 1 < len(transcript) else None
+            assert answer is not None, f"the turn {tag} is half-stored"
+            assert answer.content == f"a {tag}", f"the turn {tag} is half-stored"
+    if not copies:
+        assert not [tag for tag, n in stored.items() if n > 1], "a turn stored twice"
+    missing = acknowledged - set(stored)
+    assert not missing, f"acknowledged turns lost: {sorted(missing)}"
+    return stored
