@@ -199,11 +199,12 @@ def _finite(instance: object, attribute: attrs.Attribute[Any], value: object) ->
         )
 
 
-def _slug(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _slug(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or SLUG_PATTERN.fullmatch(value) is None:
-        raise ValueError(
-            f"{attribute.name} must be a lowercase slug matching [a-z0-9][a-z0-9_.-]* "
-            f"(like 'telegram' or 'group'), got {value!r}"
+        raise InvalidValueError(
+            _where(instance, attribute),
+            f"must be a lowercase slug matching [a-z0-9][a-z0-9_.-]* (like 'telegram' or "
+            f"'group'), got {value!r}",
         )
 
 
@@ -230,11 +231,11 @@ def _optional_session_id(instance: object, attribute: attrs.Attribute[Any], valu
         _session_id(instance, attribute, value)
 
 
-def _non_negative(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{attribute.name} must be an int, got {type(value).__name__}")
     if value < 0:
-        raise ValueError(f"{attribute.name} must be >= 0, got {value}")
+        raise InvalidValueError(_where(instance, attribute), f"must be >= 0, got {value}")
 
 
 def _optional_non_negative(
@@ -368,7 +369,9 @@ def _tool_calls(instance: object, attribute: attrs.Attribute[Any], value: object
 
 def _role(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or not value:
-        raise ValueError(f"role must be a non-empty string such as 'user', got {value!r}")
+        raise InvalidValueError(
+            _where(instance, attribute), f"must be a non-empty string such as 'user', got {value!r}"
+        )
     _check_text(value, _where(instance, attribute))
 
 
@@ -377,8 +380,9 @@ def _extra(instance: object, attribute: attrs.Attribute[Any], value: object) -> 
     assert isinstance(value, dict)  # noqa: S101  # narrowed by the check above
     clashes = sorted(MESSAGE_FIELDS.intersection(value))
     if clashes:
-        raise ValueError(
-            f"extra must not repeat message fields {clashes}; set them as attributes instead"
+        raise InvalidValueError(
+            _where(instance, attribute),
+            f"must not repeat message fields {clashes}; set them as attributes instead",
         )
 
 
