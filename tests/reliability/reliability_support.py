@@ -8,11 +8,21 @@ Every persistent backend is covered: SQLite, JSONL and PostgreSQL (on the server
 from __future__ import annotations
 
 import collections
+import os
+import signal
+import time
 from typing import TYPE_CHECKING, Final
 
 import pytest
 
-from hermes_sessions import Message, ResetPolicies, ResetPolicy, SessionSource, SessionStore
+from hermes_sessions import (
+    Message,
+    ResetPolicies,
+    ResetPolicy,
+    SessionSource,
+    SessionStore,
+    crashpoints,
+)
 from hermes_sessions.backends.jsonl import JSONLBackend
 from hermes_sessions.backends.sqlite import SQLiteBackend
 from pg_support import SKIP_REASON, open_pg, test_dsn
@@ -24,6 +34,8 @@ if TYPE_CHECKING:
 
 STRESS_FACTOR: Final = 20
 KEYS: Final = 3
+TURNS: Final = 40
+"""Turns a crash worker runs at most (it is killed before the end)."""
 KINDS: Final = (
     "sqlite",
     "jsonl",
@@ -107,3 +119,43 @@ def check_store(
     missing = acknowledged - set(stored)
     assert not missing, f"acknowledged turns lost: {sorted(missing)}"
     return stored
+
+
+def work(kind: str, home: Path, round_: int, ack: int) -> None:
+    """The forked worker: turns (and a reset every fifth turn), each acknowledged on ``ack``."""
+    with open_store(kind, home) as store:
+        for n in range(TURNS):
+            tag = f"{round_}:{n}"
+            if n % 5 == 4:
+                store.reset(store.key_for(source(n)), source=source(n))
+            turn(store, n, tag)
+            os.write(ack, f"{tag}\n".encode())
+
+
+def run_round(
+    kind: str, home: Path, round_: int, *, point: str | None, kill_after: float
+) -> set[str]:
+    """Fork a worker, let it die (at ``point``, or by our SIGKILL); return what it acknowledged."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: never returns into pytest
+        os.close(read_end)
+        code = 3
+        try:
+            if point is not None:
+                crashpoints.arm(point, after=1 + (round_ * 7) % 23)
+            work(kind, home, round_, write_end)
+            code = 4  # ran to the end: the point was never reached often enough
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    if point is None:
+        time.sleep(kill_after)
+        os.kill(pid, signal.SIGKILL)
+    with os.fdopen(read_end, "rb") as pipe:
+        acknowledged = {line.decode() for line in pipe.read().splitlines()}
+    _, status = os.waitpid(pid, 0)
+    if point is not None or os.WIFSIGNALED(status):
+        assert os.WIFSIGNALED(status), f"the worker exited with {os.waitstatus_to_exitcode(status)}"
+        assert os.WTERMSIG(status) == signal.SIGKILL
+    return acknowledged
