@@ -109,8 +109,6 @@ def _revision_of(marker: str | None, session_id: str) -> int | None:
     return int(revision)
 
 
-def _seconds(record: SessionRecord) -> float:
-    return (record.last_active_at or record.started_at).timestamp()
 
 
 class HermesSessionService(BaseSessionService):
@@ -202,10 +200,17 @@ class HermesSessionService(BaseSessionService):
             user_id=source.user_id,
             state=self._state(source.scope_id, source.user_id, record.id),
             events=events,
-            last_update_time=_seconds(record),
+            last_update_time=self._last_update(record),
         )
         session._storage_update_marker = _marker(record)  # noqa: SLF001  # ADK's staleness slot
         return session
+
+    def _last_update(self, record: SessionRecord) -> float:
+        """When ADK last changed the session: its newest event's time, else its creation."""
+        newest = self.store.tail(record.id, 1)
+        if newest:
+            return message_event(newest[0]).timestamp
+        return record.started_at.timestamp()
 
     def _entry(self, source: SessionSource) -> SessionEntry | None:
         entry = self.store.backend.get_entry(self.store.key_for(source))
