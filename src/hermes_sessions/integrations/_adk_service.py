@@ -109,8 +109,6 @@ def _revision_of(marker: str | None, session_id: str) -> int | None:
     return int(revision)
 
 
-
-
 class HermesSessionService(BaseSessionService):
     """An ADK session service whose sessions, events and state live in a hermes-sessions store.
 
