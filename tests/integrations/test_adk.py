@@ -6,6 +6,8 @@ import asyncio
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hermes_sessions.aio import AsyncSessionStore
 from hermes_sessions.backends.inmemory import InMemoryBackend
@@ -417,3 +419,50 @@ def test_a_missing_adk_names_the_extra(monkeypatch):
         _ = adk.HermesSessionService
     with pytest.raises(AttributeError):
         _ = adk.NoSuchThing
+
+
+def test_last_update_time_is_the_newest_event_time(memory_store):
+    """As ADK's services give it: the creation time, then the newest event's exact timestamp."""
+    service = HermesSessionService(memory_store)
+    created = run(service.create_session(app_name=APP, user_id="u1", session_id="s1"))
+    assert created.last_update_time == memory_store.clock.now().timestamp()
+    run(service.append_event(created, user_event("hi", timestamp=1_750_000_123.4567891)))
+    found = run(service.get_session(app_name=APP, user_id="u1", session_id="s1"))
+    assert found.last_update_time == created.last_update_time == 1_750_000_123.4567891
+    listed = run(service.list_sessions(app_name=APP, user_id="u1")).sessions
+    assert listed[0].last_update_time == 1_750_000_123.4567891
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=8,
+)
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    words=st.text(max_size=20),
+    blob=st.binary(max_size=16),
+    metadata=st.dictionaries(st.text(min_size=1, max_size=6), json_values, max_size=3),
+    delta=st.dictionaries(
+        st.sampled_from(["a", "app:b", "user:c", "temp:d"]), json_values, max_size=4
+    ),
+)
+def test_any_event_round_trips(words, blob, metadata, delta):
+    """Whatever text, bytes, custom metadata and state delta an event holds, it comes back."""
+    parts = [types.Part(text=words), types.Part(inline_data=types.Blob(mime_type="x/y", data=blob))]
+    event = Event(
+        author="agent",
+        invocation_id="inv",
+        content=types.Content(role="model", parts=parts),
+        custom_metadata=metadata or None,
+        actions=EventActions(state_delta=delta),
+    )
+    with SessionStore(InMemoryBackend()) as store:
+        service = HermesSessionService(store)
+        session = run(service.create_session(app_name=APP, user_id="u1", session_id="s1"))
+        run(service.append_event(session, event))
+        found = run(service.get_session(app_name=APP, user_id="u1", session_id="s1"))
+    assert found.events == [event]
+    assert found.state == {k: v for k, v in delta.items() if not k.startswith("temp:")}
