@@ -466,3 +466,19 @@ def test_any_event_round_trips(words, blob, metadata, delta):
         found = run(service.get_session(app_name=APP, user_id="u1", session_id="s1"))
     assert found.events == [event]
     assert found.state == {k: v for k, v in delta.items() if not k.startswith("temp:")}
+
+
+def test_a_retried_append_of_the_same_event_stores_it_once(memory_store):
+    """Appending the stored newest event again changes nothing; another event of that id is kept."""
+    service = HermesSessionService(memory_store)
+    session = run(service.create_session(app_name=APP, user_id="u1", session_id="s1"))
+    event = user_event("once", actions=EventActions(state_delta={"n": 1}))
+    run(service.append_event(session, event))
+    run(service.append_event(session, event))
+    assert len(session.events) == 1
+    found = run(service.get_session(app_name=APP, user_id="u1", session_id="s1"))
+    assert found.events == [event]
+    same_id = user_event("another", id=event.id)
+    run(service.append_event(found, same_id))
+    again = run(service.get_session(app_name=APP, user_id="u1", session_id="s1"))
+    assert [e.content.parts[0].text for e in again.events] == ["once", "another"]

@@ -353,7 +353,9 @@ class HermesSessionService(BaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         """Store ``event`` and its state delta in one commit; a stale ``session`` is refused.
 
-        Partial (streamed) events are not stored. ``temp:`` keys change ``session.state`` only.
+        Partial (streamed) events are not stored, nor is a re-delivery of the newest stored
+        event (an equal event of the same id: a retried call). ``temp:`` keys change
+        ``session.state`` only.
         When the stored session changed since ``session`` was read, ``StaleSessionError`` (a
         ``ValueError``) is raised and nothing is stored: reload the session and try again.
         """
@@ -366,21 +368,27 @@ class HermesSessionService(BaseSessionService):
         revision = await self._call(
             self.store.key_for(source), lambda: self._append(source, session, event, marker)
         )
+        if revision is None:
+            return event  # a redelivery of the stored newest event: nothing changes
         session._storage_update_marker = revision  # noqa: SLF001
         session.last_update_time = event.timestamp
         return self._commit_event_to_session(session, event)
 
     def _append(
         self, source: SessionSource, session: Session, event: Event, marker: str | None
-    ) -> str:
+    ) -> str | None:
+        """Store the event; its session's new marker, or ``None`` when it was stored already."""
         entry = self.store.backend.get_entry(self.store.key_for(source))
         if entry is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
         record = self.store.session(entry.session_id)
+        newest = self.store.tail(record.id, 1)
+        last = message_event(newest[0]) if newest else None
+        if last is not None and last.id == event.id and last == event:
+            return None  # an equal re-delivery (a retried call), as ADK's in-memory service
         expected = _revision_of(marker, record.id)
         if expected is None:  # a Session built by hand: it must hold the newest stored event
-            newest = self.store.tail(record.id, 1)
-            stored = message_event(newest[0]).id if newest else None
+            stored = last.id if last is not None else None
             held = session.events[-1].id if session.events else None
             if stored != held:
                 raise StaleSessionError(STALE_MESSAGE)
