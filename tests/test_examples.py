@@ -49,6 +49,15 @@ EXPECTED = {
         "after clear_session: []",
         "old session ended: session_reset",
     ],
+    "adk_session.py": [
+        "agent: You asked about the staging port.",
+        "the model saw 5 contents on turn 2",
+        "events stored: 6",
+        "state: {'app:region': 'eu', 'user:language': 'zh'}",
+        "user state: {'language': 'zh'}",
+        "search 'staging': ['assistant', 'user']",
+        "after delete: None",
+    ],
     "mcp_server.py": [
         "tools: ['session_search', 'memory']",
         "search '部署': ['staging >>>部署<<< uses port 8443']",

@@ -129,8 +129,9 @@ def test_submodules_import_cleanly():
 def test_import_is_light():
     """Importing the package loads no backend driver or optional dependency."""
     code = (
-        "import sys, hermes_sessions; "
-        "heavy = {'sqlite3', 'psycopg', 'platformdirs', 'filelock'} & set(sys.modules); "
+        "import sys, hermes_sessions, hermes_sessions.integrations.adk; "
+        "heavy = {'sqlite3', 'psycopg', 'platformdirs', 'filelock', 'google.adk'} "
+        "& set(sys.modules); "
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -23,6 +23,7 @@ MODULES = [
     "formats",
     "host",
     "ids",
+    "integrations.adk",
     "integrations.mcp",
     "integrations.openai_agents",
     "interop",

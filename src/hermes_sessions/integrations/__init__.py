@@ -2,6 +2,8 @@
 
 * :mod:`hermes_sessions.integrations.openai_agents` — :class:`~.openai_agents.AgentsSession`, a
   session of the OpenAI Agents SDK kept in a hermes-sessions store (extra ``openai-agents``).
+* :mod:`hermes_sessions.integrations.adk` — :class:`~.adk.HermesSessionService`, a Google ADK
+  session service on a hermes-sessions store (extra ``adk``).
 * :mod:`hermes_sessions.integrations.mcp` — the ``session_search`` and ``memory`` tools and the
   transcripts as an MCP server (extra ``mcp``; ``hermes-sessions mcp`` runs it over stdio).
 
