@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal, Unpack
 
 import attrs
 
-from hermes_sessions.clock import SystemClock, require_aware
+from hermes_sessions.clock import SystemClock
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import ConflictError, SessionNotFoundError
 from hermes_sessions.ids import validate_session_id
@@ -42,12 +42,14 @@ from hermes_sessions.store import (
     _edits,
     _housekeeping,
     _lineage,
+    _retention,
     _rotations,
     _state,
     _titles,
     _views,
 )
 from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
+from hermes_sessions.store._retention import RetentionPolicy
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
 from hermes_sessions.window import ContextWindow, context_window
 
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
     from hermes_sessions.state import SessionState, StateDelta
     from hermes_sessions.store._housekeeping import EraseReport, PruneReport
     from hermes_sessions.store._lineage import Lineage
+    from hermes_sessions.store._retention import RetentionReport
     from hermes_sessions.store._targets import ResumeFilter
     from hermes_sessions.store._views import AnchoredView
     from hermes_sessions.usage import Usage
@@ -86,6 +89,7 @@ class SessionStore(ClosesOnExit):
             within the policy's ``max_active_work_age``). Called only when a reset would happen.
         redact: Applied to every message before it is stored or indexed (secrets, PII).
         lease_ttl: How long a compression lease lasts.
+        retention: The default policy of :meth:`maintain` (``None``: pass one each time).
 
     .. versionadded:: 0.1.0
     """
@@ -97,6 +101,7 @@ class SessionStore(ClosesOnExit):
     active_work: Callable[[str], bool] | None = attrs.field(default=None, kw_only=True)
     redact: Callable[[Message], Message] = attrs.field(default=identity, kw_only=True)
     lease_ttl: timedelta = attrs.field(default=DEFAULT_LEASE_TTL, kw_only=True)
+    retention: RetentionPolicy | None = attrs.field(default=None, kw_only=True)
     _rotate_callbacks: list[Callable[[RotateEvent], None]] = attrs.field(factory=list, init=False)
 
     def __repr__(self) -> str:
@@ -564,25 +569,19 @@ class SessionStore(ClosesOnExit):
         dry_run: bool = True,
         sources: Sequence[str] | None = None,
     ) -> PruneReport:
-        """Delete ended sessions last active before the cutoff (a dry run unless told otherwise).
+        """Delete ended sessions idle since the cutoff (a dry run by default); maintain's age."""
+        return _housekeeping.prune(self, older_than, dry_run=dry_run, sources=sources)
 
-        A session a key points to is never pruned (that covers suspended and active-work keys).
-        Children of a pruned session are orphaned, not deleted.
-        """
-        if isinstance(older_than, datetime):
-            cutoff = require_aware(older_than, "prune(older_than)")
-        else:
-            cutoff = self.clock.now() - older_than
-        return _housekeeping.prune(self.backend, cutoff, dry_run=dry_run, sources=sources)
+    def maintain(
+        self, policy: RetentionPolicy | None = None, *, dry_run: bool = False
+    ) -> RetentionReport:
+        """Enforce ``policy`` (default ``self.retention``), sparing protected sessions; a report."""
+        return _retention.maintain(self, policy, dry_run=dry_run)
 
     def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
-        """Erase one user of one platform (right to erasure; ``docs/concepts.md``).
+        """Erase one user of one platform (right to erasure): pass all their ids there.
 
-        Pass every id the user has there (records keep the canonical id, ``user_id_alt`` first).
-        Their own sessions go with their keys (and those keys' state); elsewhere their messages
-        go and their ids and names leave records and routing entries; their user state in this
-        store's app goes; then the files are scrubbed. Never crosses platforms; the report lists
-        ids that matched nothing and whether the scrub finished. ``dry_run`` changes nothing.
+        Their sessions, keys, messages, ids, names and user state go; then the files are scrubbed.
         """
         if not user_ids:
             raise ValueError("erase_user needs at least one user id after the platform")
@@ -593,8 +592,7 @@ class SessionStore(ClosesOnExit):
     def rebuild_routing(self) -> int:
         """Recreate missing routing entries from the ``session_key`` kept on session records.
 
-        For each key without an entry, its most recently active *open* session becomes its
-        session again (a key whose sessions all ended gets a fresh one on its next message).
-        Existing entries are left alone. Returns how many entries were created.
+        Each key without an entry gets its most recently active open session back (see
+        ``docs/concepts.md``); existing entries stay. Returns how many entries were created.
         """
         return _housekeeping.rebuild_routing(self.backend)
