@@ -6,8 +6,7 @@ change of a key's session — automatic resets, ``/new``, resume, branch, compre
 :class:`~hermes_sessions.protocols.RotationPlan` that the backend applies atomically. Races between
 threads, processes or hosts surface as :class:`~hermes_sessions.exceptions.ConflictError` inside
 the store, which re-reads and decides again; callers see one session per key. The methods
-delegate to the private modules of this package, one per concern. Time comes from an injected
-clock; nothing here calls ``datetime.now()`` directly.
+delegate to the private modules of this package, one per concern; time comes from ``clock``.
 """
 
 from __future__ import annotations
@@ -118,10 +117,9 @@ class SessionStore(ClosesOnExit):
     ) -> SessionStore:
         """Open a store under ``home`` (default: :func:`~hermes_sessions.paths.default_home`).
 
-        ``sqlite`` (the default) keeps ``<home>/state.db``; ``jsonl`` keeps one file per session
-        in ``<home>/sessions/``, with its journal beside it; ``memory`` keeps nothing;
-        ``postgres`` connects to ``dsn`` (default: ``$HERMES_SESSIONS_DSN``) instead of a home.
-        ``options`` go to the store's constructor.
+        ``sqlite`` keeps ``<home>/state.db``; ``jsonl`` one file per session in ``<home>/sessions/``
+        (journal beside it); ``memory`` nothing; ``postgres`` connects to ``dsn`` (default:
+        ``$HERMES_SESSIONS_DSN``). ``options`` go to the store's constructor.
         """
         from hermes_sessions.backends import open_backend  # noqa: PLC0415  # backends load lazily
 
@@ -172,9 +170,8 @@ class SessionStore(ClosesOnExit):
         """Return the key's current session, creating or rotating it if needed.
 
         A pure read unless it creates or rotates. The reset policy is evaluated here, once: a
-        suspended entry is always rotated (``suspended`` wins over every policy); otherwise the
-        policy of the source's platform and chat type decides (``idle``/``daily``). Concurrent
-        calls for one key — from threads, processes or hosts — yield one session.
+        suspended entry is always rotated; otherwise the policy of the source's platform and chat
+        type decides (``idle``/``daily``). Concurrent calls for one key yield one session.
         """
         return _commands.get_or_create(self, source, force_new=force_new)
 
@@ -204,17 +201,15 @@ class SessionStore(ClosesOnExit):
     ) -> AppendResult:
         """Append messages atomically and idempotently (by ``platform_message_id``).
 
-        If the batch's first message with a platform id is already stored, the batch is a
-        redelivery: nothing is stored and the result is ``duplicate`` (see :meth:`seen`).
-
-        Messages without a timestamp get the clock's time; ``redact`` is applied first. With
-        ``touch`` (the default) every key pointing at the session records activity in the same
-        transaction; internal events (background jobs, system notes) pass ``touch=False``.
-        ``usage`` (the model call's tokens and cost) and ``state_delta`` (``{StateScope: {key:
-        value or DELETE}}``, see :mod:`hermes_sessions.state`) change the session in the same
-        transaction, so a turn stays one commit. The session's revision moves on by one (the
-        result's ``revision``); with ``if_revision`` a session that moved on since raises
-        ``ConflictError`` and nothing is stored.
+        A batch whose first platform id is already stored is a redelivery: nothing is stored and
+        the result is ``duplicate`` (see :meth:`seen`). Messages without a timestamp get the
+        clock's time; ``redact`` is applied first. With ``touch`` (the default) every key pointing
+        at the session records activity in the same transaction; internal events (background
+        jobs, system notes) pass ``touch=False``. ``usage`` (the call's tokens and cost) and
+        ``state_delta`` (``{StateScope: {key: value or DELETE}}``, see :mod:`hermes_sessions.state`)
+        change the session in the same transaction, so a turn stays one commit. The revision moves
+        on by one (the result's ``revision``); with ``if_revision`` a session that moved on since
+        raises ``ConflictError`` and nothing is stored.
         """
         validate_session_id(session_id)
         now = self.clock.now()
@@ -568,15 +563,20 @@ class SessionStore(ClosesOnExit):
         *,
         dry_run: bool = True,
         sources: Sequence[str] | None = None,
+        busy: Callable[[str], bool] | None = None,
     ) -> PruneReport:
         """Delete ended sessions idle since the cutoff (a dry run by default); maintain's age."""
-        return _housekeeping.prune(self, older_than, dry_run=dry_run, sources=sources)
+        return _housekeeping.prune(self, older_than, dry_run=dry_run, sources=sources, busy=busy)
 
     def maintain(
-        self, policy: RetentionPolicy | None = None, *, dry_run: bool = False
+        self,
+        policy: RetentionPolicy | None = None,
+        *,
+        dry_run: bool = False,
+        busy: Callable[[str], bool] | None = None,
     ) -> RetentionReport:
-        """Enforce ``policy`` (default ``self.retention``), sparing protected sessions; a report."""
-        return _retention.maintain(self, policy, dry_run=dry_run)
+        """Enforce ``policy`` (default ``self.retention``); ``busy(key)`` marks more active work."""
+        return _retention.maintain(self, policy, dry_run=dry_run, busy=busy)
 
     def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
         """Erase one user of one platform (right to erasure): pass all their ids there.
