@@ -204,10 +204,21 @@ def test_the_store_default_policy(make_backend, clock):
 
 
 def test_a_session_a_key_points_to_is_never_removed(store, clock):
-    """An ended session a key was resumed onto stays, as does the live one of a suspended key."""
+    """An ended session a key still points to (a host ended it itself) stays, spared."""
+    ids = history(store, LIN, 3)
+    store.backend.end_session(ids[2], "host_closed", at=clock.now())
+    clock.advance(days=30)
+    report = store.maintain(RetentionPolicy(max_age=timedelta(days=1), max_store_bytes=0))
+    assert exists(store, ids[2])
+    assert report.session_ids == (ids[0], ids[1])
+    assert report.spared == (ids[2],)
+
+
+def test_a_resumed_and_a_suspended_key_keep_their_sessions(store, clock):
+    """A key resumed onto an old session, then suspended, keeps pointing at it; it stays."""
     ids = history(store, LIN, 3)
     key = store.key_for(LIN)
-    store.resume(key, ids[0])  # the key points at the oldest again; ids[2] ends
+    store.resume(key, ids[0])
     store.suspend(key)
     clock.advance(days=30)
     report = store.maintain(RetentionPolicy(max_age=timedelta(days=1), max_store_bytes=0))
@@ -398,7 +409,7 @@ SOURCES = [SessionSource(platform="feishu", chat_id=f"c{i}", user_id=f"u{i}") fo
 
 steps = st.lists(
     st.tuples(
-        st.sampled_from(["msg", "reset", "suspend", "resume", "compress"]),
+        st.sampled_from(["msg", "reset", "suspend", "resume", "compress", "end"]),
         st.integers(0, len(SOURCES) - 1),
         st.integers(0, 3),
     ),
@@ -429,7 +440,9 @@ def build(actions: list[tuple[str, int, int]]) -> SessionStore:
             earlier = store.list_sessions(session_key=key, ended=True, limit=None).items
             if earlier:
                 store.resume(key, earlier[arg % len(earlier)].record.id)
-        else:
+        elif action == "end":
+            store.backend.end_session(lookup.session_id, "host_closed", at=store.clock.now())
+        elif store.session(lookup.session_id).ended_at is None:
             store.compress(lookup.session_id, [user("summary")], holder="w")
         store.clock.advance(days=arg)  # type: ignore[attr-defined]
     return store
