@@ -64,7 +64,6 @@ def exists(store: SessionStore, session_id: str) -> bool:
 @pytest.mark.parametrize(
     "fields",
     [
-        {"max_age": timedelta(0)},
         {"max_age": timedelta(days=-1)},
         {"max_age": 30},
         {"max_sessions_per_key": 0},
@@ -456,7 +455,9 @@ def test_maintain_keeps_protected_sessions_and_meets_the_policy(actions, policy)
     records = [i.record for i in store.list_sessions(limit=None, include_compressed=True).items]
     pointed = {e.session_id for e in store.backend.entries()}
     protected = {
-        r.id for r in records if r.id in pointed or r.ended_at is None or r.end_reason == "suspended"
+        r.id
+        for r in records
+        if r.id in pointed or r.ended_at is None or r.end_reason == "suspended"
     }
     report = store.maintain(policy)
     assert not set(report.session_ids) & protected

@@ -55,10 +55,8 @@ HOLDER: Final = "hermes-sessions:retention"
 
 def _optional_age(_instance: object, _attribute: object, value: timedelta | None) -> None:
     candidate: object = value
-    if candidate is not None and (
-        not isinstance(candidate, timedelta) or candidate <= timedelta(0)
-    ):
-        raise ValueError(f"max_age must be a positive timedelta or None, got {value!r}")
+    if candidate is not None and (not isinstance(candidate, timedelta) or candidate < timedelta(0)):
+        raise ValueError(f"max_age must be a timedelta >= 0 or None, got {value!r}")
 
 
 def _optional_count(minimum: int) -> Callable[[object, attrs.Attribute[int | None], object], None]:
@@ -84,7 +82,7 @@ class RetentionPolicy:
     """How much history a store keeps; enforced by :meth:`SessionStore.maintain`.
 
     Args:
-        max_age: Remove ended sessions last active longer ago than this.
+        max_age: Remove ended sessions last active longer ago than this (0: every ended one).
         max_sessions_per_key: Keep at most this many sessions per session key (open ones
             count; the oldest ended ones go).
         max_store_bytes: Remove the oldest ended sessions, across keys, until the estimated
