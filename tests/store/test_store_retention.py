@@ -20,8 +20,7 @@ from hermes_sessions import (
     SessionSource,
     SessionStore,
 )
-from hermes_sessions.aio import AsyncSessionStore
-from hermes_sessions.aio import _maintenance
+from hermes_sessions.aio import AsyncSessionStore, _maintenance
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.clock import FrozenClock
 
@@ -283,7 +282,7 @@ def test_children_of_a_removed_session_are_orphaned(store, clock):
 
 
 def test_prune_is_the_age_rule(store, clock):
-    """prune and maintain(max_age) choose the same sessions."""
+    """``prune`` and ``maintain(max_age)`` choose the same sessions."""
     ids = history(store, LIN, 4)
     pruned = store.prune(timedelta(days=1, hours=12))
     report = store.maintain(RetentionPolicy(max_age=timedelta(days=1, hours=12)), dry_run=True)
@@ -323,6 +322,7 @@ class Gate:
         self.release = asyncio.Event()
 
     async def __call__(self, seconds: float) -> None:
+        """Record the wait, signal it, block until released."""
         self.waits.append(seconds)
         self.reached.set()
         await self.release.wait()
