@@ -46,7 +46,7 @@ __all__ = [
 RetentionRule: TypeAlias = Literal["max_age", "max_sessions_per_key", "max_store_bytes"]
 """Which rule of a :class:`RetentionPolicy` removed a session.
 
-.. versionadded:: 0.2.0
+.. versionadded:: 0.1.0
 """
 
 HOLDER: Final = "hermes-sessions:retention"
@@ -92,7 +92,7 @@ class RetentionPolicy:
 
     A rule left ``None`` is off; a policy with every rule off removes nothing.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.0
     """
 
     max_age: timedelta | None = attrs.field(default=None, validator=_optional_age)
@@ -105,7 +105,7 @@ class RetentionPolicy:
 class RetentionRemoval:
     """One session a retention pass removed (or would remove), and the rule that did.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.0
     """
 
     session_id: str
@@ -116,7 +116,7 @@ class RetentionRemoval:
 class RetentionReport:
     """What a retention pass removed, or would remove with ``dry_run``.
 
-    .. versionadded:: 0.2.0
+    .. versionadded:: 0.1.0
     """
 
     dry_run: bool
