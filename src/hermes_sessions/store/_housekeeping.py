@@ -94,6 +94,7 @@ def prune(
         dry_run=dry_run,
         busy=busy_keys(store, busy),
         cutoff=cutoff,
+        lease_ttl=store.lease_ttl,
     )
     return PruneReport(
         dry_run=dry_run,

@@ -13,6 +13,8 @@ and each removes the least recently active *ended* session first. Never removed:
 
 Sizes are estimates: the UTF-8 length of the JSON encoding of the record and its messages
 (inactive ones included), the same measure on every backend; files may shrink later or less.
+The size rule reads every transcript: a pass is a maintenance job, not part of a turn. A dry run
+deletes nothing (it takes and releases the leases, to report exactly what a real pass would).
 """
 
 from __future__ import annotations
@@ -155,12 +157,14 @@ class _Pass:
         now: datetime,
         busy: Callable[[str], bool],
         pointed: set[str],
+        lease_ttl: timedelta,
     ) -> None:
         self.backend = backend
         self.policy = policy
         self.now = now
         self.busy = busy
         self.pointed = pointed
+        self.lease_ttl = lease_ttl
         self.doomed: dict[str, RetentionRule] = {}
         self.spared: dict[str, None] = {}
         self.leased: list[str] = []
@@ -190,7 +194,7 @@ class _Pass:
             or record.end_reason == "suspended"
             or (record.session_key is not None and self.busy(record.session_key))
             or not self.backend.acquire_lease(
-                f"compress:{record.id}", HOLDER, ttl=timedelta(minutes=10), now=self.now
+                f"compress:{record.id}", HOLDER, ttl=self.lease_ttl, now=self.now
             )
         ):
             self.spared[record.id] = None
@@ -208,16 +212,12 @@ def enforce(
     dry_run: bool,
     busy: Callable[[str], bool] | None = None,
     cutoff: datetime | None = None,
+    lease_ttl: timedelta = timedelta(minutes=10),
 ) -> RetentionReport:
     """Apply ``policy`` (``cutoff`` overrides ``now - max_age``); see the module docstring."""
     records = [item.record for item in backend.list_sessions(SessionQuery(limit=None)).items]
-    run = _Pass(
-        backend,
-        policy,
-        now,
-        busy or (lambda _key: False),
-        {e.session_id for e in backend.entries()},
-    )
+    pointed = {e.session_id for e in backend.entries()}
+    run = _Pass(backend, policy, now, busy or (lambda _key: False), pointed, lease_ttl)
     try:
         _choose(run, records, cutoff)
         removed = tuple(RetentionRemoval(i, rule) for i, rule in run.doomed.items())
@@ -292,7 +292,12 @@ def maintain(
             "maintain() needs a RetentionPolicy: pass one, or open the store with retention=..."
         )
     return enforce(
-        store.backend, chosen, now=store.clock.now(), dry_run=dry_run, busy=busy_keys(store, busy)
+        store.backend,
+        chosen,
+        now=store.clock.now(),
+        dry_run=dry_run,
+        busy=busy_keys(store, busy),
+        lease_ttl=store.lease_ttl,
     )
 
 
