@@ -143,6 +143,11 @@ def _size(value: Message | SessionRecord) -> int:
     return len(json.dumps(serde.unstructure(value), ensure_ascii=False).encode())
 
 
+def _idle(_key: str) -> bool:
+    """No key is busy (the default of ``busy``)."""
+    return False
+
+
 def _oldest_first(records: Iterable[SessionRecord]) -> list[SessionRecord]:
     return sorted(records, key=lambda r: (r.last_active, r.id))
 
@@ -154,6 +159,7 @@ class _Pass:
         self,
         backend: Backend,
         policy: RetentionPolicy,
+        *,
         now: datetime,
         busy: Callable[[str], bool],
         pointed: set[str],
@@ -217,7 +223,8 @@ def enforce(
     """Apply ``policy`` (``cutoff`` overrides ``now - max_age``); see the module docstring."""
     records = [item.record for item in backend.list_sessions(SessionQuery(limit=None)).items]
     pointed = {e.session_id for e in backend.entries()}
-    run = _Pass(backend, policy, now, busy or (lambda _key: False), pointed, lease_ttl)
+    never = lambda _key: False  # noqa: E731  # the default of busy
+    run = _Pass(backend, policy, now=now, busy=busy or never, pointed=pointed, lease_ttl=lease_ttl)
     try:
         _choose(run, records, cutoff)
         removed = tuple(RetentionRemoval(i, rule) for i, rule in run.doomed.items())
