@@ -212,6 +212,27 @@ def test_a_session_a_key_points_to_is_never_removed(store, clock):
     assert report.spared == (ids[2],)
 
 
+def test_a_key_moved_onto_a_chosen_session_during_the_pass_keeps_it(store, clock):
+    """A /resume onto a session after the pass chose it, before it deletes: the session stays."""
+    ids = history(store, LIN, 3)
+    key = store.key_for(LIN)
+    clock.advance(days=10)
+    calls = []
+
+    def busy(_key: str) -> bool:
+        calls.append(_key)
+        if len(calls) == 2:  # ids[0] is chosen; now a user resumes it
+            store.resume(key, ids[0])
+        return False
+
+    report = store.maintain(RetentionPolicy(max_age=timedelta(days=1)), busy=busy)
+    assert exists(store, ids[0])
+    assert store.entry(key).session_id == ids[0]
+    assert ids[0] in report.spared
+    assert ids[0] not in report.session_ids
+    assert ids[1] in report.session_ids
+
+
 def test_a_resumed_and_a_suspended_key_keep_their_sessions(store, clock):
     """A key resumed onto an old session, then suspended, keeps pointing at it; it stays."""
     ids = history(store, LIN, 3)

@@ -185,7 +185,7 @@ class _Pass:
         return self.weights[record.id]
 
     def removable(self, record: SessionRecord) -> bool:
-        """Whether ``record`` is an ended, unprotected session of the policy's sources."""
+        """Whether a rule may weigh ``record``: ended, not chosen yet, of the policy's sources."""
         sources = self.policy.sources
         return (
             record.ended_at is not None
@@ -223,18 +223,24 @@ def enforce(
     """Apply ``policy`` (``cutoff`` overrides ``now - max_age``); see the module docstring."""
     records = [item.record for item in backend.list_sessions(SessionQuery(limit=None)).items]
     pointed = {e.session_id for e in backend.entries()}
-    never = lambda _key: False  # noqa: E731  # the default of busy
-    run = _Pass(backend, policy, now=now, busy=busy or never, pointed=pointed, lease_ttl=lease_ttl)
+    run = _Pass(backend, policy, now=now, busy=busy or _idle, pointed=pointed, lease_ttl=lease_ttl)
     try:
         _choose(run, records, cutoff)
+        for record in records:  # measured before anything goes
+            if record.id in run.doomed:
+                run.weigh(record)
+        if not dry_run:
+            for session_id in list(run.doomed):
+                if backend.entries(session_id=session_id):  # a key moved onto it meanwhile
+                    del run.doomed[session_id]
+                    run.spared[session_id] = None
+                else:
+                    backend.delete_session(session_id)
         removed = tuple(RetentionRemoval(i, rule) for i, rule in run.doomed.items())
         weights = [run.weigh(r) for r in records if r.id in run.doomed]
         remaining = None
         if policy.max_store_bytes is not None:
             remaining = sum(run.weigh(r)[1] for r in records if r.id not in run.doomed)
-        if not dry_run:
-            for session_id in run.doomed:
-                backend.delete_session(session_id)
     finally:
         for session_id in run.leased:
             backend.release_lease(f"compress:{session_id}", HOLDER)
