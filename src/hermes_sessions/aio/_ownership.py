@@ -71,5 +71,9 @@ class KeyLocks:
             else:
                 self._locks[key] = (lock, users - 1)
 
+    def held(self) -> frozenset[str]:
+        """The keys held or waited for right now."""
+        return frozenset(self._locks)
+
     def __len__(self) -> int:
         return len(self._locks)

@@ -22,10 +22,12 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Self, TypeVar, Unpack
 
 import attrs
 
+from hermes_sessions.aio._maintenance import run_schedule
 from hermes_sessions.aio._ownership import KeyLocks
 from hermes_sessions.models import (
     SessionEntry,
@@ -37,7 +39,7 @@ from hermes_sessions.store import (
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
-    from datetime import datetime, timedelta
+    from datetime import datetime
     from pathlib import Path
     from types import TracebackType
 
@@ -63,6 +65,8 @@ if TYPE_CHECKING:
         EraseReport,
         Lineage,
         PruneReport,
+        RetentionPolicy,
+        RetentionReport,
         RotateEvent,
         StoreOptions,
     )
@@ -135,6 +139,7 @@ class AsyncSessionStore:
     _turns: dict[str, list[Turn]] = attrs.field(factory=dict, init=False)
     _loop: asyncio.AbstractEventLoop | None = attrs.field(default=None, init=False)
     _callbacks: set[asyncio.Future[None]] = attrs.field(factory=set, init=False)
+    _maintenance: asyncio.Task[None] | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.store.on_rotate(self._follow)
@@ -169,7 +174,10 @@ class AsyncSessionStore:
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Wait for running coroutine callbacks, then close the store and its backend."""
+        """Stop the maintenance schedule, wait for coroutine callbacks, close the store."""
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            await asyncio.gather(self._maintenance, return_exceptions=True)
         if self._callbacks:
             await asyncio.gather(*self._callbacks, return_exceptions=True)
         await self._run(self.store.close)
@@ -535,8 +543,47 @@ class AsyncSessionStore:
         dry_run: bool = True,
         sources: Sequence[str] | None = None,
     ) -> PruneReport:
-        """Async :meth:`SessionStore.prune`."""
-        return await self._run(self.store.prune, older_than, dry_run=dry_run, sources=sources)
+        """Async :meth:`SessionStore.prune`; keys held in this store count as active work."""
+        held = self._keys.held()
+        return await self._run(
+            self.store.prune, older_than, dry_run=dry_run, sources=sources, busy=held.__contains__
+        )
+
+    async def maintain(
+        self, policy: RetentionPolicy | None = None, *, dry_run: bool = False
+    ) -> RetentionReport:
+        """Async :meth:`SessionStore.maintain`; keys held in this store count as active work.
+
+        A key is held by a :meth:`turn` or :meth:`lock` block, or waited for, when the pass starts.
+        """
+        held = self._keys.held()
+        return await self._run(self.store.maintain, policy, dry_run=dry_run, busy=held.__contains__)
+
+    def start_maintenance(
+        self,
+        every: timedelta,
+        policy: RetentionPolicy | None = None,
+        *,
+        on_report: Callable[[RetentionReport], object] | None = None,
+    ) -> asyncio.Task[None]:
+        """Run :meth:`maintain` now and then every ``every`` (for real), until stopped.
+
+        ``policy`` defaults to the store's ``retention``. Each report goes to ``on_report``; a
+        failing pass is logged and retried next time. Cancel the returned task to stop early;
+        :meth:`aclose` stops it. One schedule per store: starting another while one runs raises.
+        """
+        if every <= timedelta(0):
+            raise ValueError(f"start_maintenance(every) must be a positive timedelta, got {every}")
+        if policy is None and self.store.retention is None:
+            raise ValueError("start_maintenance needs a policy, or a store opened with retention=")
+        if self._maintenance is not None and not self._maintenance.done():
+            raise RuntimeError("maintenance already runs on this store; cancel its task first")
+        task = asyncio.get_running_loop().create_task(
+            run_schedule(functools.partial(self.maintain, policy), every, on_report),
+            name="hermes-sessions retention",
+        )
+        self._maintenance = task
+        return task
 
     async def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
         """Async :meth:`SessionStore.erase_user`."""

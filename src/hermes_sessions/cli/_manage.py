@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_sessions.cli._output import UsageError, parse_duration, progress_printer
+from hermes_sessions.cli._output import UsageError, parse_duration, parse_size, progress_printer
 from hermes_sessions.cli._read import emit, resolve
 from hermes_sessions.exceptions import SessionInUseError
+from hermes_sessions.store import RetentionPolicy
 
 if TYPE_CHECKING:
     import argparse
@@ -82,14 +83,20 @@ def cmd_delete(store: SessionStore, args: argparse.Namespace, out: TextIO) -> in
 
 
 def cmd_prune(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
-    """Delete ended sessions older than ``--older-than`` (a dry run unless ``--yes``)."""
-    report = store.prune(
-        parse_duration(args.older_than),
-        dry_run=not args.yes,
+    """Apply the retention rules given (a dry run unless ``--yes``): ``store.maintain``."""
+    if args.older_than is None and args.max_per_key is None and args.max_size is None:
+        raise UsageError("prune needs a rule: --older-than, --max-per-key and/or --max-size")
+    policy = RetentionPolicy(
+        max_age=None if args.older_than is None else parse_duration(args.older_than),
+        max_sessions_per_key=args.max_per_key,
+        max_store_bytes=None if args.max_size is None else parse_size(args.max_size),
         sources=args.source or None,
     )
+    report = store.maintain(policy, dry_run=not args.yes)
     verb = "would delete" if report.dry_run else "deleted"
     text = f"{verb} {len(report.session_ids)} session(s), {report.messages} message(s)"
+    if report.spared:
+        text += f"; kept {len(report.spared)} protected session(s)"
     if report.dry_run and report.session_ids:
         text += "; run again with --yes to delete them"
     value = {
@@ -97,6 +104,8 @@ def cmd_prune(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int
         "sessions": list(report.session_ids),
         "messages": report.messages,
         "bytes": report.bytes,
+        "removed": [{"session": r.session_id, "rule": r.rule} for r in report.removed],
+        "spared": list(report.spared),
     }
     return _done(args, out, value, text)
 

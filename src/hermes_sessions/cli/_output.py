@@ -19,6 +19,7 @@ __all__ = [
     "fit",
     "parse_duration",
     "parse_moment",
+    "parse_size",
     "progress_printer",
     "table",
 ]
@@ -85,6 +86,18 @@ def parse_duration(text: str) -> timedelta:
             f"bad duration {text!r}; write a number and a unit: 90d, 12h, 2w, 30m or 45s"
         )
     return timedelta(seconds=sum(int(n) * _UNITS[u] for n, u in pieces))
+
+
+_SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?")
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def parse_size(text: str) -> int:
+    """``500MB``, ``2G``, ``64k`` or a plain number of bytes (units are powers of 1024)."""
+    match = _SIZE.fullmatch(text.strip().lower())
+    if match is None:
+        raise UsageError(f"bad size {text!r}; write a number and a unit: 500MB, 2G, 64k or 1000")
+    return int(match[1]) * _SIZE_UNITS[match[2]]
 
 
 def parse_moment(text: str, now: datetime) -> datetime:

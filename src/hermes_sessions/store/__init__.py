@@ -3,14 +3,20 @@
 ``SessionStore`` lives in ``_session_store``; each of its concerns in a private module named for
 it: ``_rotations`` (rotation plans, the reset policy, the compression lease), ``_lineage``
 (lineage, the compression tip, the branch marker), ``_targets`` (resume targets), ``_titles``,
-``_edits`` (rewinds, recalls and edits), ``_views`` (listings, grouped search, context) and
-``_housekeeping`` (prune, erase, rebuilding routing). This package re-exports the public names.
+``_edits`` (rewinds, recalls and edits), ``_views`` (listings, grouped search, context),
+``_retention`` (the retention engine) and ``_housekeeping`` (prune, erase, rebuilding routing).
+This package re-exports the public names.
 """
 
 from __future__ import annotations
 
 from hermes_sessions.store._housekeeping import EraseReport, PruneReport
 from hermes_sessions.store._lineage import Lineage, LineageLink
+from hermes_sessions.store._retention import (
+    RetentionPolicy,
+    RetentionRemoval,
+    RetentionReport,
+)
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup
 from hermes_sessions.store._session_store import SessionStore, StoreOptions
 from hermes_sessions.store._views import AnchoredView
@@ -21,6 +27,9 @@ __all__ = [
     "Lineage",
     "LineageLink",
     "PruneReport",
+    "RetentionPolicy",
+    "RetentionRemoval",
+    "RetentionReport",
     "RotateEvent",
     "SessionLookup",
     "SessionStore",

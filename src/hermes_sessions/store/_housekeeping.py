@@ -5,25 +5,26 @@ These walk many sessions and are meant for maintenance jobs, not for the path of
 
 from __future__ import annotations
 
-import json
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import attrs
 
-from hermes_sessions import serde
+from hermes_sessions.clock import require_aware
 from hermes_sessions.exceptions import ConflictError, LockTimeoutError
 from hermes_sessions.keys import parse_session_key
 from hermes_sessions.models import SessionEntry, SessionRecord, SessionSource
 from hermes_sessions.protocols import SupportsScrub
 from hermes_sessions.queries import SessionQuery
 from hermes_sessions.state import DELETE, StateScope
+from hermes_sessions.store._retention import RetentionPolicy, busy_keys, enforce
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from datetime import datetime
+    from collections.abc import Callable, Sequence
+    from datetime import timedelta
 
-    from hermes_sessions.models import Message
     from hermes_sessions.protocols import Backend
+    from hermes_sessions.store._session_store import SessionStore
 
 __all__ = ["EraseReport", "PruneReport", "erase_user", "prune", "rebuild_routing"]
 
@@ -72,36 +73,35 @@ class EraseReport:
     """What to do to finish when ``scrubbed`` is false."""
 
 
-def _size(value: Message | SessionRecord) -> int:
-    return len(json.dumps(serde.unstructure(value), ensure_ascii=False).encode())
-
-
 def prune(
-    backend: Backend, cutoff: datetime, *, dry_run: bool, sources: Sequence[str] | None
+    store: SessionStore,
+    older_than: timedelta | datetime,
+    *,
+    dry_run: bool,
+    sources: Sequence[str] | None,
+    busy: Callable[[str], bool] | None = None,
 ) -> PruneReport:
-    """Delete ended sessions last active before ``cutoff`` that no key points to."""
-    page = backend.list_sessions(
-        SessionQuery(
-            ended=True,
-            active_before=cutoff,
-            sources=tuple(sources) if sources is not None else None,
-            limit=None,
-        )
+    """Delete ended sessions last active before the cutoff: the retention engine's age rule."""
+    now = store.clock.now()
+    if isinstance(older_than, datetime):
+        cutoff = require_aware(older_than, "prune(older_than)")
+    else:
+        cutoff = now - older_than
+    report = enforce(
+        store.backend,
+        RetentionPolicy(sources=sources),
+        now=now,
+        dry_run=dry_run,
+        busy=busy_keys(store, busy),
+        cutoff=cutoff,
+        lease_ttl=store.lease_ttl,
     )
-    doomed: list[str] = []
-    messages = 0
-    size = 0
-    for item in page.items:
-        if backend.entries(session_id=item.record.id):
-            continue
-        transcript = backend.get_messages(item.record.id, include_inactive=True)
-        doomed.append(item.record.id)
-        messages += len(transcript)
-        size += sum(_size(m) for m in transcript) + _size(item.record)
-    if not dry_run:
-        for session_id in doomed:
-            backend.delete_session(session_id)
-    return PruneReport(dry_run=dry_run, session_ids=tuple(doomed), messages=messages, bytes=size)
+    return PruneReport(
+        dry_run=dry_run,
+        session_ids=report.session_ids,
+        messages=report.messages,
+        bytes=report.bytes,
+    )
 
 
 def erase_user(  # noqa: C901  # one walk decides and (unless dry_run) erases

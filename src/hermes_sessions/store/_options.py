@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from hermes_sessions.models import Message
     from hermes_sessions.policy import ResetPolicies
     from hermes_sessions.protocols import Clock
+    from hermes_sessions.store._retention import RetentionPolicy
 
 __all__ = ["DEFAULT_LEASE_TTL", "StoreOptions", "identity"]
 
@@ -30,6 +31,7 @@ class StoreOptions(TypedDict, total=False):
     active_work: Callable[[str], bool] | None
     redact: Callable[[Message], Message]
     lease_ttl: timedelta
+    retention: RetentionPolicy | None
 
 
 def identity(message: Message) -> Message:

@@ -6,8 +6,7 @@ change of a key's session — automatic resets, ``/new``, resume, branch, compre
 :class:`~hermes_sessions.protocols.RotationPlan` that the backend applies atomically. Races between
 threads, processes or hosts surface as :class:`~hermes_sessions.exceptions.ConflictError` inside
 the store, which re-reads and decides again; callers see one session per key. The methods
-delegate to the private modules of this package, one per concern. Time comes from an injected
-clock; nothing here calls ``datetime.now()`` directly.
+delegate to the private modules of this package, one per concern; time comes from ``clock``.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Literal, Unpack
 
 import attrs
 
-from hermes_sessions.clock import SystemClock, require_aware
+from hermes_sessions.clock import SystemClock
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import ConflictError, SessionNotFoundError
 from hermes_sessions.ids import validate_session_id
@@ -42,12 +41,14 @@ from hermes_sessions.store import (
     _edits,
     _housekeeping,
     _lineage,
+    _retention,
     _rotations,
     _state,
     _titles,
     _views,
 )
 from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
+from hermes_sessions.store._retention import RetentionPolicy
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
 from hermes_sessions.window import ContextWindow, context_window
 
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from hermes_sessions.state import SessionState, StateDelta
     from hermes_sessions.store._housekeeping import EraseReport, PruneReport
     from hermes_sessions.store._lineage import Lineage
+    from hermes_sessions.store._retention import RetentionReport
     from hermes_sessions.store._targets import ResumeFilter
     from hermes_sessions.store._views import AnchoredView
     from hermes_sessions.usage import Usage
@@ -86,6 +88,7 @@ class SessionStore(ClosesOnExit):
             within the policy's ``max_active_work_age``). Called only when a reset would happen.
         redact: Applied to every message before it is stored or indexed (secrets, PII).
         lease_ttl: How long a compression lease lasts.
+        retention: The default policy of :meth:`maintain` (``None``: pass one each time).
 
     .. versionadded:: 0.1.0
     """
@@ -97,6 +100,7 @@ class SessionStore(ClosesOnExit):
     active_work: Callable[[str], bool] | None = attrs.field(default=None, kw_only=True)
     redact: Callable[[Message], Message] = attrs.field(default=identity, kw_only=True)
     lease_ttl: timedelta = attrs.field(default=DEFAULT_LEASE_TTL, kw_only=True)
+    retention: RetentionPolicy | None = attrs.field(default=None, kw_only=True)
     _rotate_callbacks: list[Callable[[RotateEvent], None]] = attrs.field(factory=list, init=False)
 
     def __repr__(self) -> str:
@@ -113,10 +117,9 @@ class SessionStore(ClosesOnExit):
     ) -> SessionStore:
         """Open a store under ``home`` (default: :func:`~hermes_sessions.paths.default_home`).
 
-        ``sqlite`` (the default) keeps ``<home>/state.db``; ``jsonl`` keeps one file per session
-        in ``<home>/sessions/``, with its journal beside it; ``memory`` keeps nothing;
-        ``postgres`` connects to ``dsn`` (default: ``$HERMES_SESSIONS_DSN``) instead of a home.
-        ``options`` go to the store's constructor.
+        ``sqlite`` keeps ``<home>/state.db``; ``jsonl`` one file per session in ``<home>/sessions/``
+        (journal beside it); ``memory`` nothing; ``postgres`` connects to ``dsn`` (default:
+        ``$HERMES_SESSIONS_DSN``). ``options`` go to the store's constructor.
         """
         from hermes_sessions.backends import open_backend  # noqa: PLC0415  # backends load lazily
 
@@ -167,9 +170,8 @@ class SessionStore(ClosesOnExit):
         """Return the key's current session, creating or rotating it if needed.
 
         A pure read unless it creates or rotates. The reset policy is evaluated here, once: a
-        suspended entry is always rotated (``suspended`` wins over every policy); otherwise the
-        policy of the source's platform and chat type decides (``idle``/``daily``). Concurrent
-        calls for one key — from threads, processes or hosts — yield one session.
+        suspended entry is always rotated; otherwise the policy of the source's platform and chat
+        type decides (``idle``/``daily``). Concurrent calls for one key yield one session.
         """
         return _commands.get_or_create(self, source, force_new=force_new)
 
@@ -199,17 +201,15 @@ class SessionStore(ClosesOnExit):
     ) -> AppendResult:
         """Append messages atomically and idempotently (by ``platform_message_id``).
 
-        If the batch's first message with a platform id is already stored, the batch is a
-        redelivery: nothing is stored and the result is ``duplicate`` (see :meth:`seen`).
-
-        Messages without a timestamp get the clock's time; ``redact`` is applied first. With
-        ``touch`` (the default) every key pointing at the session records activity in the same
-        transaction; internal events (background jobs, system notes) pass ``touch=False``.
-        ``usage`` (the model call's tokens and cost) and ``state_delta`` (``{StateScope: {key:
-        value or DELETE}}``, see :mod:`hermes_sessions.state`) change the session in the same
-        transaction, so a turn stays one commit. The session's revision moves on by one (the
-        result's ``revision``); with ``if_revision`` a session that moved on since raises
-        ``ConflictError`` and nothing is stored.
+        A batch whose first platform id is already stored is a redelivery: nothing is stored and
+        the result is ``duplicate`` (see :meth:`seen`). Messages without a timestamp get the
+        clock's time; ``redact`` is applied first. With ``touch`` (the default) every key pointing
+        at the session records activity in the same transaction; internal events (background
+        jobs, system notes) pass ``touch=False``. ``usage`` (the call's tokens and cost) and
+        ``state_delta`` (``{StateScope: {key: value or DELETE}}``, see :mod:`hermes_sessions.state`)
+        change the session in the same transaction, so a turn stays one commit. The revision moves
+        on by one (the result's ``revision``); with ``if_revision`` a session that moved on since
+        raises ``ConflictError`` and nothing is stored.
         """
         validate_session_id(session_id)
         now = self.clock.now()
@@ -563,26 +563,25 @@ class SessionStore(ClosesOnExit):
         *,
         dry_run: bool = True,
         sources: Sequence[str] | None = None,
+        busy: Callable[[str], bool] | None = None,
     ) -> PruneReport:
-        """Delete ended sessions last active before the cutoff (a dry run unless told otherwise).
+        """Delete ended sessions idle since the cutoff (a dry run by default); maintain's age."""
+        return _housekeeping.prune(self, older_than, dry_run=dry_run, sources=sources, busy=busy)
 
-        A session a key points to is never pruned (that covers suspended and active-work keys).
-        Children of a pruned session are orphaned, not deleted.
-        """
-        if isinstance(older_than, datetime):
-            cutoff = require_aware(older_than, "prune(older_than)")
-        else:
-            cutoff = self.clock.now() - older_than
-        return _housekeeping.prune(self.backend, cutoff, dry_run=dry_run, sources=sources)
+    def maintain(
+        self,
+        policy: RetentionPolicy | None = None,
+        *,
+        dry_run: bool = False,
+        busy: Callable[[str], bool] | None = None,
+    ) -> RetentionReport:
+        """Enforce ``policy`` (default ``self.retention``); ``busy(key)`` marks more active work."""
+        return _retention.maintain(self, policy, dry_run=dry_run, busy=busy)
 
     def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
-        """Erase one user of one platform (right to erasure; ``docs/concepts.md``).
+        """Erase one user of one platform (right to erasure): pass all their ids there.
 
-        Pass every id the user has there (records keep the canonical id, ``user_id_alt`` first).
-        Their own sessions go with their keys (and those keys' state); elsewhere their messages
-        go and their ids and names leave records and routing entries; their user state in this
-        store's app goes; then the files are scrubbed. Never crosses platforms; the report lists
-        ids that matched nothing and whether the scrub finished. ``dry_run`` changes nothing.
+        Their sessions, keys, messages, ids, names and user state go; then the files are scrubbed.
         """
         if not user_ids:
             raise ValueError("erase_user needs at least one user id after the platform")
@@ -593,8 +592,7 @@ class SessionStore(ClosesOnExit):
     def rebuild_routing(self) -> int:
         """Recreate missing routing entries from the ``session_key`` kept on session records.
 
-        For each key without an entry, its most recently active *open* session becomes its
-        session again (a key whose sessions all ended gets a fresh one on its next message).
-        Existing entries are left alone. Returns how many entries were created.
+        Each key without an entry gets its most recently active open session back (see
+        ``docs/concepts.md``); existing entries stay. Returns how many entries were created.
         """
         return _housekeeping.rebuild_routing(self.backend)
