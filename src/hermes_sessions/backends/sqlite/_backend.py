@@ -39,6 +39,7 @@ from hermes_sessions.backends.sqlite._connections import Connections
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import (
     BackendClosedError,
+    CorruptRecordError,
     LockTimeoutError,
     SessionNotFoundError,
     StorageError,
@@ -76,9 +77,17 @@ def guarded(
             raise BackendClosedError(f"SQLite backend on {self.path}")
         try:
             return method(self, *args, **kwargs)
+        except CorruptRecordError as error:
+            located = error.located(self.path)
+            if located is error:
+                raise
+            raise located from error.__cause__
         except sqlite3.Error as error:
             if self._connections.closed:
                 raise BackendClosedError(f"SQLite backend on {self.path}") from error
+            damaged = files.corruption(error, self.path)
+            if damaged is not None:
+                raise damaged from error
             raise StorageError(f"SQLite failed on {self.path}: {error}") from error
 
     return wrapper

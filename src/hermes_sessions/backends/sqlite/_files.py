@@ -41,6 +41,7 @@ __all__ = [
 
 TEMP_MARK: Final = ".creating-"
 _CORRUPTION_CODES: Final = {sqlite3.SQLITE_CORRUPT: "damaged", sqlite3.SQLITE_NOTADB: "not"}
+_NOT_UTF8: Final = "Could not decode to UTF-8"
 _SIDE_FILES: Final = ("", "-wal", "-shm", "-journal")
 
 
@@ -159,6 +160,13 @@ def refuse_foreign(path: Path, tables: list[str]) -> CorruptRecordError:
 
 def corruption(error: sqlite3.Error, path: Path) -> CorruptRecordError | None:
     """The library's error for a sqlite3 error that means a damaged or foreign file, else None."""
+    if str(error).startswith(_NOT_UTF8):  # text of a row is not UTF-8: sqlite3 cannot decode it
+        return CorruptRecordError(
+            f"a text column is not valid UTF-8 ({error})",
+            path=path,
+            hint="run `hermes-sessions check` to find the damage, then restore the database "
+            "from a backup (nothing was changed)",
+        )
     code = getattr(error, "sqlite_errorcode", 0) & 0xFF
     kind = _CORRUPTION_CODES.get(code)
     if kind is None:
