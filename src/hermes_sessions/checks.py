@@ -8,7 +8,6 @@ protocol and so is written once for all backends.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING, Literal
 
 import attrs
@@ -29,7 +28,7 @@ ProblemKind = Literal["storage", "corrupt", "index", "dangling_key", "live_sessi
 ``storage``: the medium's own check failed (a damaged page, a line whose checksum is wrong, a
 file the index does not account for); ``corrupt``: a record could not be read back; ``index``:
 a search index disagrees with the messages; ``dangling_key``: a routing key points at a missing
-session; ``live_sessions``: a key has more than one session not yet ended; ``counters``: a
+session; ``live_sessions``: a session not ended was left behind by its key; ``counters``: a
 session's counters disagree with its transcript.
 """
 
@@ -87,9 +86,10 @@ def _unreadable(error: CorruptRecordError | StorageError) -> CheckProblem:
 def invariant_problems(backend: Backend) -> tuple[list[CheckProblem], int]:
     """The library's invariants on ``backend``: the problems found and the sessions read.
 
-    Every routing key points at an existing session; a key has at most one session not yet
-    ended; every session's ``message_count`` and ``tool_call_count`` match its transcript. A
-    record that cannot be read is reported (``corrupt``), never raised.
+    Every routing key points at an existing session; a key has one live session (a session
+    not ended whose key points elsewhere, and no key at it, was left behind by a rotation that
+    did not end it); every session's ``message_count`` and ``tool_call_count`` match its
+    transcript. A record that cannot be read is reported (``corrupt``), never raised.
     """
     try:
         records = [s.record for s in backend.list_sessions(SessionQuery(limit=None)).items]
@@ -102,16 +102,24 @@ def invariant_problems(backend: Backend) -> tuple[list[CheckProblem], int]:
         CheckProblem(
             "dangling_key",
             entry.session_key,
-            f"points at missing session {entry.session_id}; `hermes-sessions reset` the key",
+            f"points at missing session {entry.session_id}; the next message to the key will "
+            "fail until the key is reset (SessionStore.reset) or, on JSONL, repair() drops it",
         )
         for entry in entries
         if entry.session_id not in known and backend.get_session(entry.session_id) is None
     )
-    live = Counter(r.session_key for r in records if r.ended_at is None and r.session_key)
+    current = {entry.session_key: entry.session_id for entry in entries}
+    referenced = set(current.values())
     problems.extend(
-        CheckProblem("live_sessions", key, f"{count} sessions not ended (at most one may be)")
-        for key, count in sorted(live.items())
-        if count > 1
+        CheckProblem(
+            "live_sessions",
+            record.session_key,
+            f"session {record.id} is not ended, but the key points at {current[record.session_key]}"
+            " and no key at it; end it (backend.end_session) or delete it "
+            "(`hermes-sessions delete`)",
+        )
+        for record in sorted(records, key=lambda r: r.id)
+        if record.ended_at is None and record.session_key in current and record.id not in referenced
     )
     for record in sorted(records, key=lambda r: r.id):
         try:
