@@ -20,7 +20,14 @@ if TYPE_CHECKING:
 
     from hermes_sessions.protocols import Backend
 
-__all__ = ["CheckProblem", "CheckReport", "ProblemKind", "invariant_problems", "make_report"]
+__all__ = [
+    "CheckProblem",
+    "CheckReport",
+    "ProblemKind",
+    "corrupt_problem",
+    "invariant_problems",
+    "make_report",
+]
 
 ProblemKind = Literal["storage", "corrupt", "index", "dangling_key", "live_sessions", "counters"]
 """What a :class:`CheckProblem` is about.
@@ -74,12 +81,21 @@ class CheckReport:
         return not self.problems
 
 
+def corrupt_problem(error: CorruptRecordError, kind: ProblemKind = "corrupt") -> CheckProblem:
+    """The problem of a record that cannot be read: ``where`` is its file, line, table, row."""
+    places = [] if error.path is None else [str(error.path)]
+    if error.line is not None:
+        places.append(f"line {error.line}")
+    if error.table is not None:
+        places.append(error.table)
+    if error.row is not None:
+        places.append(f"row {error.row!r}")
+    return CheckProblem(kind, " ".join(places), error.reason)
+
+
 def _unreadable(error: CorruptRecordError | StorageError) -> CheckProblem:
     if isinstance(error, CorruptRecordError):
-        places = [str(p) for p in (error.path, error.table) if p is not None]
-        if error.row is not None:
-            places.append(f"row {error.row!r}")
-        return CheckProblem("corrupt", " ".join(places), error.reason)
+        return corrupt_problem(error)
     return CheckProblem("storage", "", str(error))
 
 

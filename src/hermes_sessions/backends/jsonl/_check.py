@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from hermes_sessions.backends.jsonl._engine import DirectoryEngine
 from hermes_sessions.backends.jsonl._repair import BACKUPS, LineChecker
-from hermes_sessions.checks import CheckProblem
+from hermes_sessions.checks import CheckProblem, corrupt_problem
 from hermes_sessions.exceptions import CorruptRecordError
 
 if TYPE_CHECKING:
@@ -59,9 +59,7 @@ def storage_problems(directory: Path, *, lock_timeout: float) -> list[CheckProbl
             try:
                 engine.sync()
             except CorruptRecordError as error:
-                problems.append(
-                    CheckProblem("storage", _where(error.path, error.line), error.reason)
-                )
+                problems.append(corrupt_problem(error, "storage"))
     finally:
         engine.close()
     return problems
