@@ -56,3 +56,19 @@ def test_a_routing_entry_of_invalid_json_names_the_key(backend):
     with pytest.raises(CorruptRecordError) as caught:
         backend.get_entry("k1")
     assert (caught.value.table, caught.value.row) == ("entries", "k1")
+
+
+def test_check_reports_a_damaged_row_instead_of_raising(backend):
+    """``check()`` decodes every row: a damaged one is a ``corrupt`` problem naming it."""
+    seed(backend, "s1", "k1", say("hello"))
+    seed(backend, "s2", "k2", say("fine"))
+    assert backend.check().ok
+    _damage(
+        backend,
+        "UPDATE {s}.messages SET body = '{{bad' WHERE session_seq = "
+        "(SELECT seq FROM {s}.sessions WHERE id = 's2')",
+    )
+    problems = backend.check().problems
+    assert [p.kind for p in problems] == ["corrupt"]
+    assert backend.schema in problems[0].where
+    assert "messages" in problems[0].where
