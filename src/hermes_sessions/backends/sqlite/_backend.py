@@ -589,7 +589,8 @@ class SQLiteBackend(ClosesOnExit):
 
     @guarded
     def _storage_problems(self) -> list[CheckProblem]:
-        return self._read(lambda c: schema.storage_problems(c, fts=self._fts))
+        files.check_existing(self.path)  # an emptied or overwritten file
+        return files.probe(self.path, lambda c: schema.storage_problems(c, fts=self._fts))
 
     def integrity_check(self) -> list[str]:
         """:meth:`check`'s problems as lines (``[]``: healthy); kept for existing callers."""

@@ -22,7 +22,7 @@ import os
 import secrets
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from hermes_sessions.exceptions import CorruptRecordError, StorageError
 from hermes_sessions.files import fsync_dir
@@ -35,9 +35,12 @@ __all__ = [
     "corruption",
     "create_database",
     "foreign_tables",
+    "probe",
     "refuse_foreign",
     "temporary_name",
 ]
+
+R = TypeVar("R")
 
 TEMP_MARK: Final = ".creating-"
 _CORRUPTION_CODES: Final = {sqlite3.SQLITE_CORRUPT: "damaged", sqlite3.SQLITE_NOTADB: "not"}
@@ -135,6 +138,23 @@ def check_existing(path: Path) -> None:
         probe.close()
     if tables and "schema_migrations" not in tables:
         raise refuse_foreign(path, tables)
+
+
+def probe(path: Path, work: Callable[[sqlite3.Connection], R]) -> R:
+    """Run ``work`` on a new connection to ``path`` (its own page cache: it reads the file now).
+
+    ``check()`` uses it: the backend's connections may answer from pages cached before the
+    file was damaged. The connection is closed again (the other connections' locks stay).
+    """
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute("BEGIN")
+        try:
+            return work(connection)
+        finally:
+            connection.execute("ROLLBACK")
+    finally:
+        connection.close()
 
 
 def foreign_tables(connection: sqlite3.Connection) -> list[str]:
