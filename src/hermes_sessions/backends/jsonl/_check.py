@@ -8,7 +8,9 @@ Two passes, both reusing what already guards the data:
    header. Nothing is copied or rewritten.
 2. **Index.** A fresh engine reads the snapshot and the whole journal, as a first open does,
    with the checks it always runs: the line counts the journal announces against each session
-   file, and every session file on disk against the index (:mod:`._verify`).
+   file, and every session file on disk against the index (:mod:`._verify`). Like every
+   reader of the directory, it completes a write a killed process left unfinished at the
+   journal's end (under the lock); that is the only thing ``check()`` may write.
 """
 
 from __future__ import annotations
