@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from types import TracebackType
 
+    from hermes_sessions.checks import CheckReport
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
@@ -53,6 +54,7 @@ __all__ = [
     "RoutingIndex",
     "SearchableBackend",
     "StateStore",
+    "SupportsCheck",
     "SupportsReindex",
     "SupportsScrub",
     "SupportsSearch",
@@ -459,6 +461,25 @@ class ReindexProgress:
     """Messages whose index rows hold the current token stream (earlier runs included)."""
     total: int
     """Messages in the store as far as the re-index knows (it grows if messages arrive)."""
+
+
+@runtime_checkable
+class SupportsCheck(Protocol):
+    """Optional ability: verify the stored data without changing it.
+
+    :meth:`check` reports what the medium's own checks find (SQLite's ``PRAGMA
+    integrity_check`` and full-text index, the CRC32 of every JSONL line and the journal's line
+    counts) and the library's invariants, checked the same way on every backend by
+    :func:`hermes_sessions.checks.make_report`: every routing key points at an existing session,
+    a key has at most one session not yet ended, and the counters of every record match its
+    transcript. Damage is reported, never raised. Every bundled backend has it.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def check(self) -> CheckReport:
+        """Read everything and return what is wrong (``report.ok`` when nothing is)."""
+        ...
 
 
 @runtime_checkable

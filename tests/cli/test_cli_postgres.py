@@ -204,3 +204,23 @@ def test_without_the_driver_the_error_names_the_extra(capsys, tmp_path, monkeypa
     )
     assert (code, err.count("\n")) == (2, 1)
     assert "pip install 'hermes-sessions[postgres]'" in err
+
+
+@requires_pg
+def test_check_reports_a_damaged_row_on_postgres(capsys, pg, bundle):
+    """A session row whose metadata is not JSON: check names the schema and table; exit 1."""
+    import psycopg  # noqa: PLC0415
+    from psycopg import sql  # noqa: PLC0415
+
+    assert run(capsys, *pg, "import", bundle, "--json")[0] == 0
+    schema = pg[-1]
+    with psycopg.connect(test_dsn(), autocommit=True) as connection:
+        connection.execute(
+            sql.SQL("UPDATE {}.sessions SET metadata = 'not json'").format(sql.Identifier(schema))
+        )
+    code, out, err = run(capsys, *pg, "check", "--json")
+    report = json.loads(out)
+    assert (code, err, report["ok"]) == (1, "", False)
+    assert report["details"][0]["kind"] == "corrupt"
+    assert schema in report["details"][0]["where"]
+    assert "sessions" in report["details"][0]["where"]

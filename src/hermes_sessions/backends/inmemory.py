@@ -35,6 +35,7 @@ from hermes_sessions.backends.rules import (
     revision_step,
     session_scope,
 )
+from hermes_sessions.checks import make_report
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import BackendClosedError
 from hermes_sessions.protocols import Capabilities
@@ -43,6 +44,7 @@ from hermes_sessions.serde import compact_json
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from hermes_sessions.checks import CheckReport
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -101,6 +103,12 @@ class InMemoryBackend(ClosesOnExit):
     def capabilities(self) -> Capabilities:
         """Not persistent, single process, searchable."""
         return Capabilities(persistent=False, multiprocess=False)
+
+    def check(self) -> CheckReport:
+        """The library's invariants (:class:`~.protocols.SupportsCheck`); memory has no files."""
+        if self._closed:
+            raise BackendClosedError("in-memory backend")
+        return make_report(self)
 
     def close(self) -> None:
         """Drop everything; later calls raise ``BackendClosedError``."""

@@ -8,12 +8,18 @@ rotation plan; when a lease is free. The in-memory building blocks that ``InMemo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+import functools
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
 import attrs
 
 from hermes_sessions import text
-from hermes_sessions.exceptions import ConflictError, MessageTooLargeError, SessionNotFoundError
+from hermes_sessions.exceptions import (
+    ConflictError,
+    CorruptRecordError,
+    MessageTooLargeError,
+    SessionNotFoundError,
+)
 from hermes_sessions.models import Message, stamped
 from hermes_sessions.queries import SearchHit
 from hermes_sessions.results import AppendResult
@@ -29,6 +35,7 @@ if TYPE_CHECKING:
     from hermes_sessions.queries import SearchQuery
 
 __all__ = [
+    "DECODING_ERRORS",
     "INCREMENTABLE_FIELDS",
     "SETTABLE_FIELDS",
     "AppendPlan",
@@ -39,6 +46,7 @@ __all__ = [
     "check_session_revision",
     "check_state_target",
     "check_update",
+    "decodes",
     "fresh_record",
     "lease_is_free",
     "make_hit",
@@ -48,6 +56,7 @@ __all__ = [
     "plan_append",
     "rank_hits",
     "revision_step",
+    "row_key",
     "session_scope",
     "tool_call_count",
     "touched_entry",
@@ -69,6 +78,62 @@ INCREMENTABLE_FIELDS: Final = frozenset(
     }
 )
 """Record fields that ``update_session(increments=...)`` may add to."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DECODING_ERRORS: Final = (
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    OverflowError,
+)
+"""What decoding a damaged stored row can raise: invalid JSON (``json.JSONDecodeError``) or
+UTF-8 (``UnicodeDecodeError``), both ``ValueError``; a value of the wrong type or a missing
+field; an out-of-range time."""
+
+
+def row_key(row: Sequence[Any], *_: object) -> object:
+    """The first column of a row (its id), or ``None`` when the row has none."""
+    try:
+        return row[0]
+    except (IndexError, KeyError, TypeError):
+        return None
+
+
+def decodes(
+    table: str, key: Callable[..., object] | None = None
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Make a row decoder raise :class:`CorruptRecordError` naming ``table`` and the row.
+
+    ``key`` gets the decoder's arguments and returns the row's key (a message or session id);
+    it must not fail on a damaged row. The database file is filled in by the backend, which
+    knows it (:meth:`CorruptRecordError.located`).
+    """
+
+    def decorate(decoder: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(decoder)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return decoder(*args, **kwargs)
+            except DECODING_ERRORS as error:
+                row = None if key is None else key(*args, **kwargs)
+                if isinstance(error, CorruptRecordError):
+                    if error.table is not None:
+                        raise
+                    reason, hint = error.reason, error.hint
+                else:
+                    reason, hint = f"{type(error).__name__}: {error}", None
+                located = CorruptRecordError(
+                    reason, path=getattr(error, "path", None), table=table, row=row, hint=hint
+                )
+                raise located from error
+
+        return wrapper
+
+    return decorate
 
 
 def check_update(

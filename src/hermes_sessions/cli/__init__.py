@@ -192,9 +192,11 @@ def _play_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
 
 
 def _run(args: argparse.Namespace) -> int:
+    from hermes_sessions.cli import _read  # noqa: PLC0415
     from hermes_sessions.cli._home import open_store  # noqa: PLC0415
     from hermes_sessions.cli._manage import cmd_memory  # noqa: PLC0415
     from hermes_sessions.cli._output import UsageError  # noqa: PLC0415
+    from hermes_sessions.exceptions import CorruptRecordError  # noqa: PLC0415
     from hermes_sessions.paths import default_home  # noqa: PLC0415
 
     args.home = args.home if args.home is not None else default_home()
@@ -212,9 +214,14 @@ def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         if args.command == "reindex":  # the warning says to run this very command
             warnings.filterwarnings("ignore", "the search index of", RuntimeWarning)
-        store = open_store(
-            args.home, args.backend, create=not read_only, dsn=args.dsn, schema=args.schema
-        )
+        try:
+            store = open_store(
+                args.home, args.backend, create=not read_only, dsn=args.dsn, schema=args.schema
+            )
+        except CorruptRecordError as error:
+            if args.command != "check":
+                raise
+            return _read.report_unopenable(error, args, sys.stdout)
     with store:
         return _handlers()[args.command](store, args, sys.stdout)
 

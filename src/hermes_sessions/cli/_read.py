@@ -5,15 +5,20 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from hermes_sessions import serde
+from hermes_sessions.checks import CheckReport, corrupt_problem, make_report
 from hermes_sessions.cli._output import UsageError, display_width, parse_moment, table
 from hermes_sessions.exceptions import AmbiguousSessionError
+from hermes_sessions.protocols import SupportsCheck
 from hermes_sessions.queries import SessionQuery
 
 if TYPE_CHECKING:
     import argparse
     from typing import TextIO
 
+    from hermes_sessions.exceptions import CorruptRecordError
     from hermes_sessions.models import Message, SessionRecord
     from hermes_sessions.store import SessionStore
 
@@ -214,29 +219,35 @@ def cmd_stats(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int
 
 
 def cmd_check(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
-    """Storage integrity plus the library's invariants; exit 1 when something is wrong."""
-    problems: list[str] = []
-    integrity = getattr(store.backend, "integrity_check", None)
-    if callable(integrity):
-        problems += [f"storage: {line}" for line in integrity()]
+    """The backend's ``check()`` (storage and the library's invariants); exit 1 on a problem."""
     backend = store.backend
-    for entry in backend.entries():
-        if backend.get_session(entry.session_id) is None:
-            problems.append(f"key {entry.session_key} points at missing {entry.session_id}")
-    records = [i.record for i in backend.list_sessions(SessionQuery(limit=None)).items]
-    for record in records:
-        messages = backend.get_messages(record.id)
-        calls = sum(len(m.tool_calls or ()) for m in messages)
-        if record.message_count != len(messages) or record.tool_call_count != calls:
-            problems.append(
-                f"{record.id}: counters say {record.message_count} messages and "
-                f"{record.tool_call_count} tool calls, the transcript has {len(messages)} "
-                f"and {calls}"
-            )
+    report = backend.check() if isinstance(backend, SupportsCheck) else make_report(backend)
+    return print_report(report, args, out)
+
+
+def print_report(report: CheckReport, args: argparse.Namespace, out: TextIO) -> int:
+    """Write ``report`` (one line per problem, or JSON); return the exit status."""
     if args.json:
-        emit(out, {"ok": not problems, "sessions": len(records), "problems": problems})
-    elif problems:
-        out.write("\n".join(problems) + "\n")
+        emit(
+            out,
+            {
+                "ok": report.ok,
+                "sessions": report.sessions,
+                "problems": [str(p) for p in report.problems],
+                "details": [
+                    {"kind": p.kind, "where": p.where, "detail": p.detail} for p in report.problems
+                ],
+            },
+        )
+    elif report.problems:
+        out.write("\n".join(str(p) for p in report.problems) + "\n")
     else:
-        out.write(f"ok: {len(records)} sessions, every key and counter consistent\n")
-    return 1 if problems else 0
+        out.write(f"ok: {report.sessions} sessions, every key and counter consistent\n")
+    return 0 if report.ok else 1
+
+
+def report_unopenable(error: CorruptRecordError, args: argparse.Namespace, out: TextIO) -> int:
+    """``check`` on a store too damaged to open: the error is the one problem; exit 1."""
+    problem = corrupt_problem(error, "storage")
+    problem = attrs.evolve(problem, detail=" ".join(str(error).split()))
+    return print_report(CheckReport([problem]), args, out)

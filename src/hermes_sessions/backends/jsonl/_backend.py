@@ -20,6 +20,7 @@ import attrs
 
 from hermes_sessions import options
 from hermes_sessions.backends.jsonl import _state
+from hermes_sessions.backends.jsonl._check import storage_problems
 from hermes_sessions.backends.jsonl._engine import DirectoryEngine
 from hermes_sessions.backends.jsonl._journal import (
     Delete,
@@ -44,8 +45,9 @@ from hermes_sessions.backends.rules import (
     session_scope,
     touched_entry,
 )
+from hermes_sessions.checks import make_report
 from hermes_sessions.closing import ClosesOnExit
-from hermes_sessions.exceptions import HermesSessionsError, StorageError
+from hermes_sessions.exceptions import BackendClosedError, HermesSessionsError, StorageError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.options import Durability
 from hermes_sessions.protocols import Capabilities
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
     from hermes_sessions.backends.jsonl._cache import State
+    from hermes_sessions.checks import CheckReport
     from hermes_sessions.models import JSONObject, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -180,6 +183,17 @@ class JSONLBackend(ClosesOnExit):
         directory: they reload what changed.
         """
         return _wrapped(repair)(Path(directory), lock_timeout=lock_timeout)
+
+    def check(self) -> CheckReport:
+        """Verify the directory, changing nothing (:class:`~.protocols.SupportsCheck`).
+
+        The CRC32 and order of every line, the journal against the session files, then the
+        library's invariants; damage is reported, never raised (see ``docs/reliability.md``).
+        """
+        if self._engine.closed:
+            raise BackendClosedError(f"JSONL backend on {self.directory}")
+        storage = _wrapped(storage_problems)(self.directory, lock_timeout=self.lock_timeout)
+        return make_report(self, storage)
 
     # -- routing index -----------------------------------------------------------------------------
 

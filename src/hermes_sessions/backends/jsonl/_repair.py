@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 
     from hermes_sessions.models import JSONObject
 
-__all__ = ["DroppedLine", "RepairReport", "repair"]
+__all__ = ["BACKUPS", "DroppedLine", "LineChecker", "RepairReport", "repair"]
 
 BACKUPS: Final = "backups"
 SESSION_SCOPE: Final = session_scope("x").removesuffix("x")
@@ -133,11 +133,15 @@ class _Repair:
     """The newest transaction found in a session file."""
     line_counts: dict[str, int] = attrs.Factory(dict)
     """How many lines each session file holds (the fresh snapshot records them)."""
+    dry_run: bool = False
+    """Only look (``check()``): drops are noted, nothing is copied, moved or rewritten."""
 
     # -- backups -----------------------------------------------------------------------------------
 
     def backup(self, path: Path, *, move: bool = False) -> None:
         """Copy (or move) ``path`` into the backup directory, keeping its relative place."""
+        if self.dry_run:
+            return
         target = self.backup_dir / path.relative_to(self.engine.directory)
         make_private_dir(self.engine.directory / BACKUPS)
         make_private_dir(self.backup_dir)
@@ -149,6 +153,8 @@ class _Repair:
         self.backed_up = True
 
     def rewrite(self, path: Path, lines: list[bytes]) -> None:
+        if self.dry_run:
+            return
         self.backup(path)
         replace_file(path, b"".join(lines), sync=True)
 
@@ -460,6 +466,10 @@ class _Repair:
             dropped_entries=tuple(self.dropped_entries),
             rebuilt_index=self.rebuilt,
         )
+
+
+LineChecker = _Repair
+"""Repair's first pass run with ``dry_run=True`` is ``check()``'s line check."""
 
 
 def _reason(error: ValueError) -> str:

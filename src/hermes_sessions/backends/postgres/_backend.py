@@ -45,8 +45,9 @@ from hermes_sessions.backends.rules import (
     check_update,
     missing_session,
 )
+from hermes_sessions.checks import make_report
 from hermes_sessions.closing import ClosesOnExit
-from hermes_sessions.exceptions import StorageError
+from hermes_sessions.exceptions import BackendClosedError, StorageError
 from hermes_sessions.protocols import Capabilities
 from hermes_sessions.queries import SessionPage, SessionSummary, encode_cursor
 
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 
     import psycopg
 
+    from hermes_sessions.checks import CheckReport
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
@@ -143,6 +145,16 @@ class PostgresBackend(Connections, ClosesOnExit):
     def capabilities(self) -> Capabilities:
         """Persistent, multi-process (and multi-host), searchable."""
         return Capabilities(persistent=True, multiprocess=True)
+
+    def check(self) -> CheckReport:
+        """Read every row and check the library's invariants (:class:`~.protocols.SupportsCheck`).
+
+        A row that cannot be decoded is reported with its table and key. Damage below the rows
+        is the server's to detect (data checksums, ``amcheck``); see ``docs/reliability.md``.
+        """
+        if self._closed:
+            raise BackendClosedError(self.describe())
+        return make_report(self)
 
     def schema_version(self) -> int:
         """The newest migration applied to the schema."""

@@ -34,7 +34,12 @@ from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
 
 from hermes_sessions import crashpoints
-from hermes_sessions.exceptions import BackendClosedError, LockTimeoutError, StorageError
+from hermes_sessions.exceptions import (
+    BackendClosedError,
+    CorruptRecordError,
+    LockTimeoutError,
+    StorageError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -68,6 +73,11 @@ def guarded(method: Callable[Concatenate[C, P], R]) -> Callable[Concatenate[C, P
             raise BackendClosedError(self.describe())
         try:
             return method(self, *args, **kwargs)
+        except CorruptRecordError as error:
+            located = error.located(self.describe())
+            if located is error:
+                raise
+            raise located from error.__cause__
         except psycopg.Error as error:
             if self._closed:
                 raise BackendClosedError(self.describe()) from error

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
 
@@ -36,9 +35,11 @@ from hermes_sessions.backends.sqlite import _search as search_sql
 from hermes_sessions.backends.sqlite import _sessions as sessions_sql
 from hermes_sessions.backends.sqlite import _state as state_sql
 from hermes_sessions.backends.sqlite._connections import Connections
+from hermes_sessions.checks import CheckProblem, CheckReport, make_report
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import (
     BackendClosedError,
+    CorruptRecordError,
     LockTimeoutError,
     SessionNotFoundError,
     StorageError,
@@ -76,9 +77,17 @@ def guarded(
             raise BackendClosedError(f"SQLite backend on {self.path}")
         try:
             return method(self, *args, **kwargs)
+        except CorruptRecordError as error:
+            located = error.located(self.path)
+            if located is error:
+                raise
+            raise located from error.__cause__
         except sqlite3.Error as error:
             if self._connections.closed:
                 raise BackendClosedError(f"SQLite backend on {self.path}") from error
+            damaged = files.corruption(error, self.path)
+            if damaged is not None:
+                raise damaged from error
             raise StorageError(f"SQLite failed on {self.path}: {error}") from error
 
     return wrapper
@@ -176,30 +185,9 @@ class SQLiteBackend(ClosesOnExit):
         schema.check_version(version, str(self.path))
         for pending in range(version + 1, schema.SCHEMA_VERSION + 1):
             run(functools.partial(schema.migrate, version=pending), write=True)
-        self._fts = schema.fts5_available(connection)
-        if self._fts:
-            if schema.fts_state(connection) != "ready":
-                run(schema.build_index, write=True)
-            self._tokens_current = run(
-                schema.tokens_current, write=False, transaction=False
-            ) or run(reindex_sql.settle, write=True)
-            if not self._tokens_current:
-                warnings.warn(
-                    f"the search index of {self.path} was written by an older version of "
-                    "hermes-sessions: searches stay exact but scan every message until "
-                    "reindex() (or `hermes-sessions reindex`) has rewritten it",
-                    RuntimeWarning,
-                    stacklevel=4,
-                )
-        else:
-            warnings.warn(
-                f"this Python's SQLite has no FTS5: {self.path} keeps working, but search "
-                "scans every message with the shared matcher (slow on large stores)",
-                RuntimeWarning,
-                stacklevel=4,
-            )
-            if schema.fts_state(connection) == "ready":
-                run(schema.mark_fts_stale, write=True)
+        self._fts, self._tokens_current = schema.open_index(
+            connection, run, self.path, reindex_sql.settle
+        )
 
     def _build(self, path: Path) -> None:
         """Set up a new database at ``path`` (a temporary name; see ``_files``)."""
@@ -587,10 +575,23 @@ class SQLiteBackend(ClosesOnExit):
         self._tokens_current = True
         return rewritten
 
-    @guarded
-    def integrity_check(self) -> list[str]:
-        """Check the file, the full-text index and the counters; return the problems found.
+    def check(self) -> CheckReport:
+        """Verify the database, changing nothing (:class:`~.protocols.SupportsCheck`).
 
-        An empty list means healthy. Reads everything: time in proportion to the database.
+        ``PRAGMA integrity_check``, the full-text index against the messages, then the library's
+        invariants; damage is reported, never raised. Time in proportion to the database.
         """
-        return self._read(lambda c: schema.integrity_problems(c, fts=self._fts))
+        try:
+            storage = self._storage_problems()
+        except (CorruptRecordError, StorageError) as error:
+            storage = [CheckProblem("storage", str(self.path), str(error))]
+        return make_report(self, storage)
+
+    @guarded
+    def _storage_problems(self) -> list[CheckProblem]:
+        files.check_existing(self.path)  # an emptied or overwritten file
+        return files.probe(self.path, lambda c: schema.storage_problems(c, fts=self._fts))
+
+    def integrity_check(self) -> list[str]:
+        """:meth:`check`'s problems as lines (``[]``: healthy); kept for existing callers."""
+        return [str(problem) for problem in self.check().problems]

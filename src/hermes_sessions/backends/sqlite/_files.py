@@ -22,7 +22,7 @@ import os
 import secrets
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from hermes_sessions.exceptions import CorruptRecordError, StorageError
 from hermes_sessions.files import fsync_dir
@@ -35,12 +35,16 @@ __all__ = [
     "corruption",
     "create_database",
     "foreign_tables",
+    "probe",
     "refuse_foreign",
     "temporary_name",
 ]
 
+R = TypeVar("R")
+
 TEMP_MARK: Final = ".creating-"
 _CORRUPTION_CODES: Final = {sqlite3.SQLITE_CORRUPT: "damaged", sqlite3.SQLITE_NOTADB: "not"}
+_NOT_UTF8: Final = "Could not decode to UTF-8"
 _SIDE_FILES: Final = ("", "-wal", "-shm", "-journal")
 
 
@@ -136,6 +140,23 @@ def check_existing(path: Path) -> None:
         raise refuse_foreign(path, tables)
 
 
+def probe(path: Path, work: Callable[[sqlite3.Connection], R]) -> R:
+    """Run ``work`` on a new connection to ``path`` (its own page cache: it reads the file now).
+
+    ``check()`` uses it: the backend's connections may answer from pages cached before the
+    file was damaged. The connection is closed again (the other connections' locks stay).
+    """
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute("BEGIN")
+        try:
+            return work(connection)
+        finally:
+            connection.execute("ROLLBACK")
+    finally:
+        connection.close()
+
+
 def foreign_tables(connection: sqlite3.Connection) -> list[str]:
     """The names of the tables of a database, in order."""
     rows = connection.execute(
@@ -159,6 +180,13 @@ def refuse_foreign(path: Path, tables: list[str]) -> CorruptRecordError:
 
 def corruption(error: sqlite3.Error, path: Path) -> CorruptRecordError | None:
     """The library's error for a sqlite3 error that means a damaged or foreign file, else None."""
+    if str(error).startswith(_NOT_UTF8):  # text of a row is not UTF-8: sqlite3 cannot decode it
+        return CorruptRecordError(
+            f"a text column is not valid UTF-8 ({error})",
+            path=path,
+            hint="run `hermes-sessions check` to find the damage, then restore the database "
+            "from a backup (nothing was changed)",
+        )
     code = getattr(error, "sqlite_errorcode", 0) & 0xFF
     kind = _CORRUPTION_CODES.get(code)
     if kind is None:

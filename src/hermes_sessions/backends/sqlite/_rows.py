@@ -15,6 +15,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
+from hermes_sessions.backends.rules import decodes, row_key
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, entry_from_storage
@@ -87,6 +88,7 @@ SESSION_FIELDS: Final = (
 """The ``sessions`` columns :func:`record_from_row` reads, in order."""
 
 
+@decodes("sessions", row_key)
 def record_from_row(row: Sequence[Any]) -> SessionRecord:
     """Build a record from the :data:`SESSION_FIELDS` of a row."""
     ended_at = row[7]
@@ -163,6 +165,7 @@ def message_body(message: Message) -> str:
     return compact_json(message_dict(message, skip=_COLUMN_FIELDS))
 
 
+@decodes("messages", row_key)
 def message_from_row(row: Sequence[Any], session_id: str) -> Message:
     """Build a message from the :data:`MESSAGE_FIELDS` of a row."""
     data = json.loads(row[2])
@@ -173,6 +176,7 @@ def message_from_row(row: Sequence[Any], session_id: str) -> Message:
     return structure(data, Message)
 
 
+@decodes("messages")
 def preview_of(body: str | None) -> str | None:
     """The listing preview of a message body (``None`` when there is no message)."""
     if body is None:
@@ -236,6 +240,7 @@ def _entry_fields(body: str) -> tuple[tuple[str, Any], ...]:
     return tuple((name, getattr(probe, name)) for name in _BODY_FIELDS)
 
 
+@decodes("entries", row_key)
 def entry_from_row(row: Sequence[Any]) -> SessionEntry:
     """Build an entry from the :data:`ENTRY_FIELDS` of a row.
 

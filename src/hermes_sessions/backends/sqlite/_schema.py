@@ -17,16 +17,19 @@ Times are integers: microseconds since the Unix epoch, UTC.
 from __future__ import annotations
 
 import sqlite3
+import warnings
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from hermes_sessions import text
 from hermes_sessions.backends.sqlite._rows import message_from_row
+from hermes_sessions.checks import CheckProblem
 from hermes_sessions.exceptions import IncompatibleStoreError
 from hermes_sessions.serde import dump_datetime
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
 
 __all__ = [
     "BLOCK_SHIFT",
@@ -43,15 +46,16 @@ __all__ = [
     "create_schema",
     "fts5_available",
     "fts_state",
-    "integrity_problems",
     "mark_fts_stale",
     "mark_tokens_current",
     "merge_fts",
     "message_tokens",
     "migrate",
+    "open_index",
     "optimize",
     "rebuild_fts",
     "row_tokens",
+    "storage_problems",
     "tokens_current",
     "vacuum",
 ]
@@ -310,39 +314,21 @@ def build_index(connection: sqlite3.Connection) -> int:
 
 # -- integrity and upkeep --------------------------------------------------------------------------
 
-_COUNTS: Final = """
-    SELECT s.id, s.message_count, s.tool_call_count, count(m.id), coalesce(sum(m.tool_calls), 0)
-    FROM sessions AS s LEFT JOIN messages AS m ON m.session_seq = s.seq AND m.active = 1
-    GROUP BY s.seq
-    HAVING s.message_count != count(m.id) OR s.tool_call_count != coalesce(sum(m.tool_calls), 0)
-"""
 
-
-def integrity_problems(connection: sqlite3.Connection, *, fts: bool) -> list[str]:
-    """Every problem ``integrity_check`` reports: SQLite's own check, the counters, the index."""
+def storage_problems(connection: sqlite3.Connection, *, fts: bool) -> list[CheckProblem]:
+    """What SQLite's own check and the full-text index report (``check()`` adds the rest)."""
     problems = [
-        str(row[0])
+        CheckProblem("storage", "PRAGMA integrity_check", str(row[0]))
         for row in connection.execute("PRAGMA integrity_check").fetchall()
         if row[0] != "ok"
     ]
-    problems.extend(
-        f"session {row[0]}: stored counts {row[1]}/{row[2]}, actual {row[3]}/{row[4]}"
-        for row in connection.execute(_COUNTS)
-    )
-    problems.extend(
-        f"routing entry {row[0]!r} points at missing session {row[1]!r}"
-        for row in connection.execute(
-            "SELECT session_key, session_id FROM entries "
-            "WHERE session_id NOT IN (SELECT id FROM sessions)"
-        )
-    )
     if not fts:
         return problems
     table = FTS_TABLE
     try:
         connection.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
     except sqlite3.DatabaseError as error:
-        problems.append(f"full-text index: {error}; run rebuild_index()")
+        problems.append(CheckProblem("index", table, f"{error}; run rebuild_index()"))
     missing = connection.execute(
         f"SELECT count(*) FROM messages WHERE id NOT IN (SELECT rowid FROM {table})"
     ).fetchone()[0]
@@ -351,15 +337,60 @@ def integrity_problems(connection: sqlite3.Connection, *, fts: bool) -> list[str
     ).fetchone()[0]
     if missing or orphans:
         problems.append(
-            f"full-text index: {missing} messages unindexed, {orphans} rows without a message; "
-            "run rebuild_index()"
+            CheckProblem(
+                "index",
+                table,
+                f"{missing} messages unindexed, {orphans} rows without a message; "
+                "run rebuild_index()",
+            )
         )
     if not tokens_current(connection):
         problems.append(
-            "full-text index: written by an older tokenizer, so searches scan every message; "
-            "run reindex() (or `hermes-sessions reindex`)"
+            CheckProblem(
+                "index",
+                table,
+                "written by an older tokenizer, so searches scan every message; "
+                "run reindex() (or `hermes-sessions reindex`)",
+            )
         )
     return problems
+
+
+def open_index(
+    connection: sqlite3.Connection,
+    run: Callable[..., Any],
+    path: Path,
+    settle: Callable[[sqlite3.Connection], bool],
+) -> tuple[bool, bool]:
+    """Bring the full-text index of a database being opened up to date, or mark it stale.
+
+    ``run`` runs work as ``Connections.run`` does; ``settle`` ends a finished re-index.
+
+    Returns whether FTS5 is available and whether the index holds the current token stream;
+    warns (for the caller of the backend's constructor) when search will be slow.
+    """
+    if not fts5_available(connection):
+        warnings.warn(
+            f"this Python's SQLite has no FTS5: {path} keeps working, but search "
+            "scans every message with the shared matcher (slow on large stores)",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+        if fts_state(connection) == "ready":
+            run(mark_fts_stale, write=True)
+        return False, True
+    if fts_state(connection) != "ready":
+        run(build_index, write=True)
+    current = bool(run(tokens_current, write=False, transaction=False) or run(settle, write=True))
+    if not current:
+        warnings.warn(
+            f"the search index of {path} was written by an older version of "
+            "hermes-sessions: searches stay exact but scan every message until "
+            "reindex() (or `hermes-sessions reindex`) has rewritten it",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+    return True, current
 
 
 def merge_fts(connection: sqlite3.Connection) -> None:
