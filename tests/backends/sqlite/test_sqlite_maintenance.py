@@ -35,8 +35,9 @@ def test_wal_stays_bounded_under_steady_writes(db_path):
             done.set()
             reader.join()
         # SQLite's own automatic checkpoint waits for 1,000 pages (4 MiB): far above the limit.
-        # A truncation that meets a reader is retried at the next commit, hence the slack.
-        assert max(sizes) < 2 * limit
+        # A truncation that meets a reader is retried at the next commit, hence the slack (on a
+        # loaded machine the reader can pin a snapshot across a few commits: 4x, still 1 MiB).
+        assert max(sizes) < 4 * limit
         assert sizes.count(0) >= 3
 
 
