@@ -28,6 +28,7 @@ from hermes_sessions.backends.rules import (
     check_session_revision,
     check_state_target,
     check_update,
+    first_messages,
     fresh_record,
     lease_is_free,
     merged_states,
@@ -380,9 +381,12 @@ class InMemoryBackend(ClosesOnExit):
         copied = None
         if plan.copy_state_from is not None:
             copied = self._state.get(session_scope(plan.copy_state_from))
+        first = list(plan.messages)
+        if plan.copy_messages_from is not None:
+            first = first_messages(plan, self._sessions[plan.copy_messages_from].active())
         if plan.create is not None:
             self.create_session(plan.create)
-            self._append(self._sessions[plan.create.id], plan.messages)
+            self._append(self._sessions[plan.create.id], first)
             if copied is not None:
                 self._state[session_scope(plan.create.id)] = copied
         for session_id in plan.reopen:

@@ -39,6 +39,7 @@ __all__ = [
     "check_session_revision",
     "check_state_target",
     "check_update",
+    "first_messages",
     "fresh_record",
     "lease_is_free",
     "make_hit",
@@ -352,11 +353,19 @@ def check_plan(
         raise ConflictError(session_id=created)
     needed = [w.entry.session_id for w in plan.entries] + [t for _, t in plan.repoint]
     needed += list(plan.reopen) + [s for s, _ in plan.end]
-    if plan.copy_state_from is not None:
-        needed.append(plan.copy_state_from)
+    needed += [s for s in (plan.copy_state_from, plan.copy_messages_from) if s is not None]
     for session_id in dict.fromkeys(needed):
         if session_id != created and ended_of(session_id) is None:
             raise missing_session(session_id)
+
+
+def first_messages(plan: RotationPlan, copied: Sequence[Message]) -> list[Message]:
+    """The first messages of ``plan.create``: ``copied``, then ``plan.messages``.
+
+    ``copied`` is ``copy_messages_from``'s transcript, read in the plan's transaction; the copies
+    lose their ids (the new session numbers them).
+    """
+    return [attrs.evolve(m, id=None, session_id=None) for m in copied] + list(plan.messages)
 
 
 def lease_is_free(current: tuple[str, datetime] | None, holder: str, now: datetime) -> bool:

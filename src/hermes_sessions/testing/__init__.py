@@ -30,6 +30,7 @@ except ImportError as error:
     ) from error
 
 from hermes_sessions.clock import FrozenClock
+from hermes_sessions.testing._contention import ContentionContract
 from hermes_sessions.testing._durability import DurabilityContract
 from hermes_sessions.testing._messages import AppendContract, ReadContract, RewriteContract
 from hermes_sessions.testing._plans import PlanContract
@@ -61,6 +62,7 @@ class BackendContract(
     ValueContract,
     WidthContract,
     DurabilityContract,
+    ContentionContract,
 ):
     """The conformance suite for storage backends; subclass it and implement ``make_backend``.
 

@@ -38,6 +38,7 @@ from hermes_sessions.backends.rules import (
     apply_update,
     check_message_sizes,
     check_update,
+    first_messages,
     fresh_record,
     lease_is_free,
     missing_session,
@@ -490,12 +491,16 @@ class JSONLBackend(ClosesOnExit):
             create = None
             append_to = None
             appended: tuple[Message, ...] = ()
+            first = list(plan.messages)
+            if plan.copy_messages_from is not None:
+                source = _state.session_file(state, plan.copy_messages_from).transcript
+                first = first_messages(plan, source.active())
             ending = self._plan_ends(state, resolved.end, plan.reopen)
             if plan.create is not None:
                 existing = state.sessions.get(plan.create.id)
                 if existing is None:
                     created = Transcript(fresh_record(plan.create))
-                    created.add(created.prepare(plan.messages).new)
+                    created.add(created.prepare(first).new)
                     if plan.create.id in ending:  # ended at birth: part of its first line
                         created.record = attrs.evolve(
                             created.record, end_reason=ending.pop(plan.create.id), ended_at=plan.at
@@ -504,7 +509,7 @@ class JSONLBackend(ClosesOnExit):
                     create = NewSession(created.record, created.next_id, messages)
                 else:
                     append_to = plan.create.id
-                    appended = existing.transcript.prepare(plan.messages).new
+                    appended = existing.transcript.prepare(first).new
             record = Plan(
                 tx,
                 plan.at,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from hermes_sessions.backends.postgres import _state as state_sql
-from hermes_sessions.backends.postgres._messages import append
+from hermes_sessions.backends.postgres._messages import append, transcript
 from hermes_sessions.backends.postgres._pool import lock_id
 from hermes_sessions.backends.postgres._rows import (
     ENTRY_COLUMNS,
@@ -30,7 +30,12 @@ from hermes_sessions.backends.postgres._rows import (
     record_from_row,
     record_values,
 )
-from hermes_sessions.backends.rules import check_plan, fresh_record, missing_session
+from hermes_sessions.backends.rules import (
+    check_plan,
+    first_messages,
+    fresh_record,
+    missing_session,
+)
 from hermes_sessions.exceptions import ConflictError
 
 if TYPE_CHECKING:
@@ -188,8 +193,7 @@ def _lock_sessions(
     named = [w.entry.session_id for w in plan.entries] + list(plan.require_open)
     named += [s for pair in plan.repoint for s in pair] + list(plan.reopen)
     named += [s for s, _ in plan.end]
-    if plan.copy_state_from is not None:
-        named.append(plan.copy_state_from)
+    named += [s for s in (plan.copy_state_from, plan.copy_messages_from) if s is not None]
     if plan.create is not None:
         named.append(plan.create.id)
     rows = connection.execute(
@@ -229,7 +233,9 @@ def apply_plan(
     if plan.create is not None:
         if create(pool, connection, plan.create) is None:  # created concurrently meanwhile
             raise ConflictError(session_id=plan.create.id)
-        append(pool, connection, plan.create.id, plan.messages, step=0)
+        source = plan.copy_messages_from
+        copied = [] if source is None else transcript(pool, connection, source)
+        append(pool, connection, plan.create.id, first_messages(plan, copied), step=0)
         if plan.copy_state_from is not None:
             state_sql.copy(pool, connection, plan.copy_state_from, plan.create.id)
     if plan.reopen:
