@@ -27,6 +27,7 @@ from hermes_sessions.backends.rules import (
     check_message_sizes,
     check_session_revision,
     check_state_target,
+    check_title_free,
     check_update,
     first_messages,
     fresh_record,
@@ -154,6 +155,7 @@ class InMemoryBackend(ClosesOnExit):
         if existing is not None:
             return existing.record
         stored = fresh_record(record)
+        check_title_free(stored, (t.record for t in self._sessions.values()))
         self._sessions[record.id] = Transcript(stored)
         return stored
 
@@ -174,7 +176,10 @@ class InMemoryBackend(ClosesOnExit):
         """Set fields and add to counters atomically."""
         changes, amounts = check_update(values, increments)
         transcript = self._transcript(session_id)
-        transcript.record = apply_update(transcript.record, changes, amounts)
+        updated = apply_update(transcript.record, changes, amounts)
+        if "title" in changes:
+            check_title_free(updated, (t.record for t in self._sessions.values()))
+        transcript.record = updated
         return transcript.record
 
     @_locked

@@ -13,12 +13,18 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from hermes_sessions import text
-from hermes_sessions.exceptions import ConflictError, MessageTooLargeError, SessionNotFoundError
+from hermes_sessions.exceptions import (
+    ConflictError,
+    MessageTooLargeError,
+    SessionNotFoundError,
+    TitleConflictError,
+)
 from hermes_sessions.models import Message, stamped
 from hermes_sessions.queries import SearchHit
 from hermes_sessions.results import AppendResult
 from hermes_sessions.serde import compact_json, message_dict
 from hermes_sessions.state import StateScope, merge_state
+from hermes_sessions.titles import title_holder
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,6 +44,7 @@ __all__ = [
     "check_revision",
     "check_session_revision",
     "check_state_target",
+    "check_title_free",
     "check_update",
     "first_messages",
     "fresh_record",
@@ -366,6 +373,16 @@ def first_messages(plan: RotationPlan, copied: Sequence[Message]) -> list[Messag
     lose their ids (the new session numbers them).
     """
     return [attrs.evolve(m, id=None, session_id=None) for m in copied] + list(plan.messages)
+
+
+def check_title_free(record: SessionRecord, others: Iterable[SessionRecord]) -> None:
+    """Raise ``TitleConflictError`` if another of ``others`` holds ``record``'s title.
+
+    Called in the write that stores ``record``, under the backend's write lock.
+    """
+    holder = title_holder(record, others)
+    if holder is not None and record.title is not None:
+        raise TitleConflictError(record.title, holder)
 
 
 def lease_is_free(current: tuple[str, datetime] | None, holder: str, now: datetime) -> bool:

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from hermes_sessions.exceptions import ConflictError, SessionInUseError, SessionNotFoundError
+from hermes_sessions.exceptions import (
+    ConflictError,
+    SessionInUseError,
+    SessionNotFoundError,
+    TitleConflictError,
+)
 from hermes_sessions.models import stamped
 from hermes_sessions.protocols import EntryWrite, RotationPlan
 from hermes_sessions.store import _rotations, _state, _titles
@@ -211,7 +216,13 @@ def branch(
             copy_messages_from=parent.id,
             copy_state_from=parent.id,
         )
-        return store._rotate_one(plan, entry.session_id, "branched")  # noqa: SLF001
+        try:
+            return store._rotate_one(plan, entry.session_id, "branched")  # noqa: SLF001
+        except TitleConflictError as error:
+            if title is not None:
+                raise
+            # another branch took the lineage's next number meanwhile: re-read and number again
+            raise ConflictError(session_id=error.other_session_id) from error
 
     with _rotations.taking_turns(store.backend, f"branch:{key}", store.clock):
         return _rotations.retrying(key, attempt)

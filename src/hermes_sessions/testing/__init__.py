@@ -39,6 +39,7 @@ from hermes_sessions.testing._routing import RoutingContract
 from hermes_sessions.testing._search import SearchContract
 from hermes_sessions.testing._sessions import ListingContract, SessionContract
 from hermes_sessions.testing._state import StateContract
+from hermes_sessions.testing._titles import TitleContract
 from hermes_sessions.testing._values import ValueContract
 from hermes_sessions.testing._width import WidthContract
 
@@ -63,6 +64,7 @@ class BackendContract(
     WidthContract,
     DurabilityContract,
     ContentionContract,
+    TitleContract,
 ):
     """The conformance suite for storage backends; subclass it and implement ``make_backend``.
 

@@ -37,6 +37,7 @@ from hermes_sessions.backends.memtables import Transcript, resolve_plan, session
 from hermes_sessions.backends.rules import (
     apply_update,
     check_message_sizes,
+    check_title_free,
     check_update,
     first_messages,
     fresh_record,
@@ -236,6 +237,7 @@ class JSONLBackend(ClosesOnExit):
             existing = state.sessions.get(record.id)
             if existing is not None:
                 return existing.transcript.record
+            check_title_free(record, _state.records(state))
             self._engine.create(self._engine.next_tx, NewSession(fresh_record(record), 1))
             return self._engine.state.sessions[record.id].transcript.record
 
@@ -261,6 +263,8 @@ class JSONLBackend(ClosesOnExit):
         with self._engine.writing() as state:
             cached = _state.session_file(state, session_id)
             updated = apply_update(cached.transcript.record, changes, amounts)
+            if "title" in changes:
+                check_title_free(updated, _state.records(state))
             if changes or amounts:
                 stored = {name: getattr(updated, name) for name in changes}
                 self._write(session_id, [Update(self._engine.next_tx, stored, amounts)])
@@ -499,6 +503,7 @@ class JSONLBackend(ClosesOnExit):
             if plan.create is not None:
                 existing = state.sessions.get(plan.create.id)
                 if existing is None:
+                    check_title_free(plan.create, _state.records(state))
                     created = Transcript(fresh_record(plan.create))
                     created.add(created.prepare(first).new)
                     if plan.create.id in ending:  # ended at birth: part of its first line

@@ -32,11 +32,13 @@ from hermes_sessions.backends.postgres._rows import (
 )
 from hermes_sessions.backends.rules import (
     check_plan,
+    check_title_free,
     first_messages,
     fresh_record,
     missing_session,
 )
 from hermes_sessions.exceptions import ConflictError
+from hermes_sessions.titles import title_key, title_owner
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "apply_plan",
+    "check_title",
     "create",
     "delete_entry",
     "end",
@@ -153,11 +156,35 @@ def record(
     return None if row is None else record_from_row(row)
 
 
+def check_title(
+    pool: Connections, connection: psycopg.Connection[Any], candidate: SessionRecord
+) -> None:
+    """Refuse ``candidate``'s title if another session of its owner holds it.
+
+    The advisory lock of the owner's title (held to the end of the transaction) makes two
+    writers of one title queue, so the second sees the first's row.
+    """
+    if candidate.title is None:
+        return
+    wanted = title_key(candidate.title)
+    lock = lock_id("title", pool.schema, *title_owner(candidate), wanted)
+    connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
+    rows = connection.execute(
+        pool.q(
+            f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions AS s "
+            "WHERE s.title_key = %s AND s.id <> %s"
+        ),
+        (enc(wanted), candidate.id),
+    ).fetchall()
+    check_title_free(candidate, [record_from_row(row) for row in rows])
+
+
 def create(
     pool: Connections, connection: psycopg.Connection[Any], new: SessionRecord
 ) -> SessionRecord | None:
     """Insert a new session; ``None`` if the id exists (the stored row is left as it is)."""
     fresh = fresh_record(new)
+    check_title(pool, connection, fresh)
     cursor = connection.execute(pool.q(INSERT_SESSION), record_values(fresh))
     return fresh if cursor.rowcount == 1 else None
 
