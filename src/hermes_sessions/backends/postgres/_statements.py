@@ -38,7 +38,7 @@ from hermes_sessions.backends.rules import (
     missing_session,
 )
 from hermes_sessions.exceptions import ConflictError
-from hermes_sessions.titles import title_key, title_owner
+from hermes_sessions.titles import lineage_key, title_key, title_owner
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -172,9 +172,9 @@ def check_title(
     rows = connection.execute(
         pool.q(
             f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions AS s "
-            "WHERE s.title_key = %s AND s.id <> %s"
+            "WHERE s.lineage_key = %s AND s.title_key = %s AND s.id <> %s"  # lineage: indexed
         ),
-        (enc(wanted), candidate.id),
+        (enc(lineage_key(candidate.title)), enc(wanted), candidate.id),
     ).fetchall()
     check_title_free(candidate, [record_from_row(row) for row in rows])
 

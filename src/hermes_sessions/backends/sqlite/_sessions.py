@@ -65,8 +65,9 @@ def _check_title(connection: sqlite3.Connection, candidate: SessionRecord) -> No
     if candidate.title is None:
         return
     rows = connection.execute(
-        f"SELECT {SESSION_COLUMNS} FROM sessions AS s WHERE s.title_key = ? AND s.id <> ?",
-        (title_key(candidate.title), candidate.id),
+        f"SELECT {SESSION_COLUMNS} FROM sessions AS s "
+        "WHERE s.lineage_key = ? AND s.title_key = ? AND s.id <> ?",  # the lineage is indexed
+        (lineage_key(candidate.title), title_key(candidate.title), candidate.id),
     ).fetchall()
     check_title_free(candidate, [record_from_row(row) for row in rows])
 
