@@ -184,9 +184,11 @@ def create(
 ) -> SessionRecord | None:
     """Insert a new session; ``None`` if the id exists (the stored row is left as it is)."""
     fresh = fresh_record(new)
-    check_title(pool, connection, fresh)
     cursor = connection.execute(pool.q(INSERT_SESSION), record_values(fresh))
-    return fresh if cursor.rowcount == 1 else None
+    if cursor.rowcount != 1:
+        return None
+    check_title(pool, connection, fresh)  # raising rolls the insert back
+    return fresh
 
 
 def end(
