@@ -145,6 +145,11 @@ def test_messages_say_what_to_do():
     assert "line 7" in str(corrupt)
     assert "repair" in str(corrupt)
     assert "re-read" in str(ConflictError("k", expected_revision=1, actual_revision=2))
+    first = str(ConflictError("k", expected_revision=None, actual_revision=1))
+    assert "expected no entry, found revision 1" in first
+    gone = str(ConflictError("k", expected_revision=4, actual_revision=None, attempts=16))
+    assert "expected revision 4, found no entry" in gone
+    assert "16 times in a row" in gone
     assert "upgrade" in str(IncompatibleStoreError("x", found_version=3, supported_version=2))
     ambiguous = AmbiguousSessionError("20", [f"id{i}" for i in range(12)])
     assert ambiguous.candidates[-1] == "id11"

@@ -420,6 +420,8 @@ class ConflictError(HermesSessionsError, RuntimeError):
         expected_revision: The revision the write was based on (``None``: expected no entry).
         actual_revision: The revision found (``None``: no entry).
         session_id: The session whose state moved on, if the conflict is on a session.
+        attempts: How many times in a row a store command lost the race before giving up
+            (``None``: a single write).
 
     .. versionadded:: 0.1.0
     """
@@ -431,15 +433,17 @@ class ConflictError(HermesSessionsError, RuntimeError):
         expected_revision: int | None = None,
         actual_revision: int | None = None,
         session_id: str | None = None,
+        attempts: int | None = None,
     ) -> None:
         self.key = key
         self.expected_revision = expected_revision
         self.actual_revision = actual_revision
         self.session_id = session_id
+        self.attempts = attempts
         if key is not None:
             what = (
-                f"routing entry {key!r} changed concurrently (expected revision "
-                f"{expected_revision}, found {actual_revision})"
+                f"routing entry {key!r} changed concurrently (expected "
+                f"{_entry_revision(expected_revision)}, found {_entry_revision(actual_revision)})"
             )
         elif expected_revision is not None:
             what = (
@@ -448,7 +452,13 @@ class ConflictError(HermesSessionsError, RuntimeError):
             )
         else:
             what = f"session {session_id!r} was ended concurrently"
+        if attempts is not None:
+            what += f"; the command lost the race {attempts} times in a row and gave up"
         super().__init__(f"{what}; re-read it and try again")
+
+
+def _entry_revision(revision: int | None) -> str:
+    return "no entry" if revision is None else f"revision {revision}"
 
 
 class BackendClosedError(HermesSessionsError, RuntimeError):

@@ -122,7 +122,8 @@ class RotationPlan:
     :class:`~hermes_sessions.exceptions.SessionNotFoundError` without writing anything if one
     fails. Then, in one transaction:
 
-    1. ``create`` is stored (if given) with ``messages`` as its first messages;
+    1. ``create`` is stored (if given) with ``messages`` as its first messages — after a copy of
+       ``copy_messages_from``'s transcript, read in this same transaction;
     2. every session in ``reopen`` loses its end reason;
     3. every key pointing at ``from`` in ``repoint`` is re-pointed at ``to`` (revision bumped);
     4. every ``entries`` write is stored;
@@ -150,10 +151,17 @@ class RotationPlan:
     """A session whose session-scope state ``create`` starts with (compression and branch copy
     it; a reset does not). Needs ``create``; the session must exist (else
     ``SessionNotFoundError``)."""
+    copy_messages_from: str | None = None
+    """A session whose transcript ``create`` starts with (branch copies it), before
+    ``messages``: its active messages in order, with new ids, read in the plan's transaction so
+    an append racing the rotation is either in the copy or not at all. Needs ``create``; the
+    session must exist (else ``SessionNotFoundError``)."""
 
     def __attrs_post_init__(self) -> None:
         if self.copy_state_from is not None and self.create is None:
             raise ValueError("RotationPlan.copy_state_from needs a session to create")
+        if self.copy_messages_from is not None and self.create is None:
+            raise ValueError("RotationPlan.copy_messages_from needs a session to create")
 
 
 # -- the two layers --------------------------------------------------------------------------------

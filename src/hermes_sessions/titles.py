@@ -17,12 +17,16 @@ from hermes_sessions.exceptions import InvalidTitleError
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from hermes_sessions.models import SessionRecord
+
 __all__ = [
     "MAX_TITLE_LENGTH",
     "lineage_key",
     "next_title_in_lineage",
     "sanitize_title",
+    "title_holder",
     "title_key",
+    "title_owner",
 ]
 
 MAX_TITLE_LENGTH: Final = 100
@@ -120,3 +124,40 @@ def next_title_in_lineage(title: str, existing_titles: Iterable[str]) -> str:
             continue
         highest = max(highest, 1 if number is None else number)
     return base if highest == 0 else f"{base} #{highest + 1}"
+
+
+def title_owner(record: SessionRecord) -> tuple[str, ...]:
+    """Who owns a session's title: its platform and user, else its creating key, else platform.
+
+    A title is unique per owner (compared by :func:`title_key`).
+
+    .. versionadded:: 0.1.0
+    """
+    if record.user_id:
+        return ("user", record.source, record.user_id)
+    if record.session_key:
+        return ("key", record.session_key)
+    return ("source", record.source)
+
+
+def title_holder(record: SessionRecord, others: Iterable[SessionRecord]) -> str | None:
+    """The id of another session of ``record``'s owner with ``record``'s title, if any.
+
+    Backends call it inside the write that gives ``record`` its title, so two writers can never
+    both store one title for one owner.
+
+    .. versionadded:: 0.1.0
+    """
+    if record.title is None:
+        return None
+    wanted = title_key(record.title)
+    owner = title_owner(record)
+    for other in others:
+        if (
+            other.id != record.id
+            and other.title is not None
+            and title_key(other.title) == wanted
+            and title_owner(other) == owner
+        ):
+            return other.id
+    return None

@@ -18,6 +18,7 @@ from hermes_sessions.interop import BUNDLE_VERSION, export_bundle, import_bundle
 from hermes_sessions.memory import MemoryStore
 from hermes_sessions.models import Message, SessionEntry, SessionRecord
 from hermes_sessions.queries import SessionQuery
+from hermes_sessions.titles import title_key
 
 T0 = datetime(2026, 5, 12, 1, 0, tzinfo=UTC)
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
@@ -37,6 +38,15 @@ messages_strategy = st.lists(
     ),
     max_size=5,
 )
+
+
+def _title_of_owner(record):
+    """What must be unique among the sessions of one owner (titles are unique per owner)."""
+    if record.title is None:
+        return ("untitled", record.id)
+    return (record.source, title_key(record.title))
+
+
 sessions_strategy = st.lists(
     st.tuples(
         st.builds(
@@ -53,7 +63,7 @@ sessions_strategy = st.lists(
         messages_strategy,
     ),
     max_size=4,
-    unique_by=lambda pair: pair[0].id,
+    unique_by=(lambda pair: pair[0].id, lambda pair: _title_of_owner(pair[0])),
 )
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from typing import TYPE_CHECKING
 
 import pytest
 
 from hermes_sessions import Message, ResetPolicies, ResetPolicy, SessionSource, SessionStore
 from hermes_sessions.backends import open_backend
+from hermes_sessions.exceptions import TitleConflictError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -66,3 +68,67 @@ def test_processes_share_one_session_per_key(kind, tmp_path):
         expected = [f"q {w}:{n}" for w in range(WORKERS) for n in range(TURNS)]
         assert sorted(questions) == sorted(expected)
         assert sum(item.record.message_count for item in sessions) == 2 * WORKERS * TURNS
+
+
+def title_one_session(kind: str, home: Path, session_id: str, worker: int) -> None:
+    """One worker: give ``session_id`` the title every worker wants; exit 3 if refused."""
+    del worker
+    with SessionStore(open_backend(kind, home)) as store:
+        try:
+            store.set_title(session_id, "Plans")
+        except TitleConflictError:
+            raise SystemExit(3) from None
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
+def test_processes_racing_set_title_one_wins(kind, tmp_path):
+    """Eight processes titling eight sessions of one user alike: exactly one title is stored."""
+    with SessionStore(open_backend(kind, tmp_path)) as store:
+        ids = [
+            store.get_or_create(
+                SessionSource(platform="telegram", chat_id=str(n), user_id="u")
+            ).session_id
+            for n in range(WORKERS)
+        ]
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=title_one_session, args=(kind, tmp_path, ids[n], n))
+        for n in range(WORKERS)
+    ]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join()
+    codes = [process.exitcode for process in workers]
+    assert (codes.count(0), codes.count(3)) == (1, WORKERS - 1)
+    with SessionStore(open_backend(kind, tmp_path)) as store:
+        assert [store.session(i).title for i in ids].count("Plans") == 1
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl", "memory"])
+def test_threads_racing_set_title_one_wins(kind, tmp_path):
+    """Eight threads titling eight sessions of one user alike: exactly one wins."""
+    with SessionStore(open_backend(kind, tmp_path)) as store:
+        ids = [
+            store.get_or_create(
+                SessionSource(platform="telegram", chat_id=str(n), user_id="u")
+            ).session_id
+            for n in range(WORKERS)
+        ]
+        barrier = threading.Barrier(WORKERS)
+        refused: list[str] = []
+
+        def work(session_id: str) -> None:
+            barrier.wait()
+            try:
+                store.set_title(session_id, "Plans")
+            except TitleConflictError:
+                refused.append(session_id)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in ids]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(refused) == WORKERS - 1
+        assert [store.session(i).title for i in ids].count("Plans") == 1

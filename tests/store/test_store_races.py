@@ -9,6 +9,8 @@ import pytest
 
 from hermes_sessions import ResetPolicies, ResetPolicy, SessionSource, SessionStore
 from hermes_sessions.backends.inmemory import InMemoryBackend
+from hermes_sessions.exceptions import ConflictError
+from hermes_sessions.store._rotations import MAX_ATTEMPTS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -126,3 +128,20 @@ def test_rebuild_routing_skips_keys_recreated_meanwhile(racing):
     )
     assert ours.rebuild_routing() == 0
     assert ours.entry(entry.session_key).suspended
+
+
+def test_a_branch_that_loses_every_race_names_the_revisions(racing):
+    """After 16 lost races the branch raises ConflictError with the real revisions and count."""
+    ours, rival, proxy = racing
+    ours.get_or_create(LIN)
+    key = ours.key_for(LIN)
+    for _ in range(MAX_ATTEMPTS):
+        proxy.before("apply", lambda: rival.reset(key))
+    with pytest.raises(ConflictError) as info:
+        ours.branch(key)
+    final = rival.entry(key).revision
+    assert info.value.attempts == MAX_ATTEMPTS
+    assert (info.value.expected_revision, info.value.actual_revision) == (final - 1, final)
+    assert f"expected revision {final - 1}, found revision {final}" in str(info.value)
+    assert "16 times in a row" in str(info.value)
+    assert "None" not in str(info.value)

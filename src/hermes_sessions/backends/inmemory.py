@@ -27,7 +27,9 @@ from hermes_sessions.backends.rules import (
     check_message_sizes,
     check_session_revision,
     check_state_target,
+    check_title_free,
     check_update,
+    first_messages,
     fresh_record,
     lease_is_free,
     merged_states,
@@ -161,6 +163,7 @@ class InMemoryBackend(ClosesOnExit):
         if existing is not None:
             return existing.record
         stored = fresh_record(record)
+        check_title_free(stored, (t.record for t in self._sessions.values()))
         self._sessions[record.id] = Transcript(stored)
         return stored
 
@@ -181,7 +184,10 @@ class InMemoryBackend(ClosesOnExit):
         """Set fields and add to counters atomically."""
         changes, amounts = check_update(values, increments)
         transcript = self._transcript(session_id)
-        transcript.record = apply_update(transcript.record, changes, amounts)
+        updated = apply_update(transcript.record, changes, amounts)
+        if "title" in changes:
+            check_title_free(updated, (t.record for t in self._sessions.values()))
+        transcript.record = updated
         return transcript.record
 
     @_locked
@@ -388,9 +394,12 @@ class InMemoryBackend(ClosesOnExit):
         copied = None
         if plan.copy_state_from is not None:
             copied = self._state.get(session_scope(plan.copy_state_from))
+        first = list(plan.messages)
+        if plan.copy_messages_from is not None:
+            first = first_messages(plan, self._sessions[plan.copy_messages_from].active())
         if plan.create is not None:
             self.create_session(plan.create)
-            self._append(self._sessions[plan.create.id], plan.messages)
+            self._append(self._sessions[plan.create.id], first)
             if copied is not None:
                 self._state[session_scope(plan.create.id)] = copied
         for session_id in plan.reopen:

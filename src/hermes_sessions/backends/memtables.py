@@ -277,6 +277,12 @@ class Transcript:
                 selected = []
         return selected
 
+    def active(self) -> list[Message]:
+        """The active messages in insertion order (what a branch copies)."""
+        return self.select(
+            after_id=None, before_id=None, limit=None, include_inactive=False, from_end=False
+        )
+
     def preview(self) -> str | None:
         """The listing preview: the first active user message."""
         for message in self.messages.values():

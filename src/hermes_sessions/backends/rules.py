@@ -19,12 +19,14 @@ from hermes_sessions.exceptions import (
     CorruptRecordError,
     MessageTooLargeError,
     SessionNotFoundError,
+    TitleConflictError,
 )
 from hermes_sessions.models import Message, stamped
 from hermes_sessions.queries import SearchHit
 from hermes_sessions.results import AppendResult
 from hermes_sessions.serde import compact_json, message_dict
 from hermes_sessions.state import StateScope, merge_state
+from hermes_sessions.titles import title_holder
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -45,8 +47,10 @@ __all__ = [
     "check_revision",
     "check_session_revision",
     "check_state_target",
+    "check_title_free",
     "check_update",
     "decodes",
+    "first_messages",
     "fresh_record",
     "lease_is_free",
     "make_hit",
@@ -417,11 +421,29 @@ def check_plan(
         raise ConflictError(session_id=created)
     needed = [w.entry.session_id for w in plan.entries] + [t for _, t in plan.repoint]
     needed += list(plan.reopen) + [s for s, _ in plan.end]
-    if plan.copy_state_from is not None:
-        needed.append(plan.copy_state_from)
+    needed += [s for s in (plan.copy_state_from, plan.copy_messages_from) if s is not None]
     for session_id in dict.fromkeys(needed):
         if session_id != created and ended_of(session_id) is None:
             raise missing_session(session_id)
+
+
+def first_messages(plan: RotationPlan, copied: Sequence[Message]) -> list[Message]:
+    """The first messages of ``plan.create``: ``copied``, then ``plan.messages``.
+
+    ``copied`` is ``copy_messages_from``'s transcript, read in the plan's transaction; the copies
+    lose their ids (the new session numbers them).
+    """
+    return [attrs.evolve(m, id=None, session_id=None) for m in copied] + list(plan.messages)
+
+
+def check_title_free(record: SessionRecord, others: Iterable[SessionRecord]) -> None:
+    """Raise ``TitleConflictError`` if another of ``others`` holds ``record``'s title.
+
+    Called in the write that stores ``record``, under the backend's write lock.
+    """
+    holder = title_holder(record, others)
+    if holder is not None and record.title is not None:
+        raise TitleConflictError(record.title, holder)
 
 
 def lease_is_free(current: tuple[str, datetime] | None, holder: str, now: datetime) -> bool:

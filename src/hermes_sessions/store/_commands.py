@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from hermes_sessions.exceptions import ConflictError, SessionInUseError, SessionNotFoundError
+from hermes_sessions.exceptions import (
+    ConflictError,
+    SessionInUseError,
+    SessionNotFoundError,
+    TitleConflictError,
+)
 from hermes_sessions.models import stamped
 from hermes_sessions.protocols import EntryWrite, RotationPlan
 from hermes_sessions.store import _rotations, _state, _titles
@@ -55,8 +60,8 @@ def _current(store: SessionStore, key: str, source: SessionSource | None) -> Ses
 
 def _first_session(
     store: SessionStore, key: str, source: SessionSource, title: str | None
-) -> SessionEntry | None:
-    """Create the key's first session, titled; ``None`` if the key got an entry meanwhile."""
+) -> SessionEntry:
+    """Create the key's first session, titled; ``ConflictError`` if the key got an entry."""
     now = store.clock.now()
     record = _rotations.new_record(store.keys, key, source, now, title=title)
     entry = _rotations.new_entry(key, record.id, source, now)
@@ -72,7 +77,7 @@ def reset(
     """``/new``: a new session under ``key``; the old one (if any) ends ``session_reset``."""
     clean = sanitize_title(title)
 
-    def attempt() -> SessionEntry | None:
+    def attempt() -> SessionEntry:
         entry = _current(store, key, source)
         origin = source if entry is None else entry.origin or source
         if origin is None and entry is not None:
@@ -101,7 +106,7 @@ def resume(
 ) -> SessionEntry:
     """``/resume``: point ``key`` at ``target``; the session left ends ``session_switch``."""
 
-    def attempt() -> SessionEntry | None:
+    def attempt() -> SessionEntry:
         entry = _current(store, key, source)
         origin = source if entry is None else entry.origin
         resolver = TargetResolver(
@@ -137,26 +142,25 @@ def resume(
 def get_or_create(store: SessionStore, source: SessionSource, *, force_new: bool) -> SessionLookup:
     """The key's current session and its state, created or rotated if the policy says so."""
     key = store.key_for(source)
-    for _ in range(_rotations.MAX_ATTEMPTS):
+
+    def attempt() -> SessionLookup:
         now = store.clock.now()
         entry = store.backend.get_entry(key)
         if entry is None:
             plan = _rotations.first_contact_plan(store.keys, key, source, now)
             created = store._rotate_one(plan, None, "created")  # noqa: SLF001
-            if created is not None:
-                return _lookup(store, source, created, created=True)
-            continue
+            return _lookup(store, source, created, created=True)
         policy = _rotations.policy_for(store.resets, entry, source)
         reason = _rotations.expiry(policy, entry, now, store.active_work)
         if reason is None and not force_new:
             return _lookup(store, source, entry, created=False)
         rotated = store._rotate(entry, source, now, reason or "session_reset")  # noqa: SLF001
-        if rotated is not None:
-            decision = None
-            if reason is not None:
-                decision = _rotations.reset_decision(reason, entry, policy, source.platform)
-            return _lookup(store, source, rotated, created=True, reset=decision)
-    raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
+        decision = None
+        if reason is not None:
+            decision = _rotations.reset_decision(reason, entry, policy, source.platform)
+        return _lookup(store, source, rotated, created=True, reset=decision)
+
+    return _rotations.retrying(key, attempt)
 
 
 def _lookup(
@@ -183,7 +187,7 @@ def branch(
 ) -> SessionEntry:
     """``/branch``: copy the key's transcript into a child session and switch to it."""
 
-    def attempt() -> SessionEntry | None:
+    def attempt() -> SessionEntry:
         entry = _current(store, key, source)
         clean = sanitize_title(title)
         if entry is None:
@@ -202,14 +206,26 @@ def branch(
             _titles.check_title_free(store.backend, clean, owner, exclude=None)
         now = store.clock.now()
         child = _rotations.branch_child(parent, now, clean)
-        copies = [_rotations.copy(m) for m in store.backend.get_messages(parent.id)]
         moved = attrs.evolve(entry, session_id=child.id, updated_at=max(now, entry.updated_at))
         plan = _rotations.switch_plan(
-            entry, moved, "branched", now, create=child, messages=copies, copy_state_from=parent.id
+            entry,
+            moved,
+            "branched",
+            now,
+            create=child,
+            copy_messages_from=parent.id,
+            copy_state_from=parent.id,
         )
-        return store._rotate_one(plan, entry.session_id, "branched")  # noqa: SLF001
+        try:
+            return store._rotate_one(plan, entry.session_id, "branched")  # noqa: SLF001
+        except TitleConflictError as error:
+            if title is not None:
+                raise
+            # another branch took the lineage's next number meanwhile: re-read and number again
+            raise ConflictError(session_id=error.other_session_id) from error
 
-    return _rotations.retrying(key, attempt)
+    with _rotations.taking_turns(store.backend, f"branch:{key}", store.clock):
+        return _rotations.retrying(key, attempt)
 
 
 def delete(store: SessionStore, session_id: str, *, force: bool) -> tuple[str, ...]:
@@ -220,21 +236,28 @@ def delete(store: SessionStore, session_id: str, *, force: bool) -> tuple[str, .
     """
     record = store.session(session_id)
     moved: list[str] = []
-    for _ in range(_rotations.MAX_ATTEMPTS):
+    last: ConflictError | None = None
+    for attempt in range(_rotations.MAX_ATTEMPTS):
         entries = store.backend.entries(session_id=record.id)
         if not entries:
             break
         if not force:
             raise SessionInUseError(record.id, [e.session_key for e in entries])
+        raced = False
         for entry in entries:
             source = entry.origin or _rotations.source_of(record)
-            rotated = store._rotate(  # noqa: SLF001  # the store's own helper
-                entry, source, store.clock.now(), "session_reset"
-            )
-            if rotated is not None:
+            try:
+                store._rotate(  # noqa: SLF001  # the store's own helper
+                    entry, source, store.clock.now(), "session_reset"
+                )
+            except ConflictError as error:  # the key moved meanwhile: re-read the entries
+                last, raced = error, True
+            else:
                 moved.append(entry.session_key)
+        if raced:
+            _rotations.back_off(attempt)
     else:  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
-        raise ConflictError(session_id=record.id)
+        raise _rotations.gave_up(entries[0].session_key, last) from last
     store.backend.delete_session(record.id)
     return tuple(moved)
 

@@ -8,7 +8,11 @@ when another writer won the race (:func:`retrying`) and tells ``on_rotate`` call
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+import random
+import time
+import uuid
+from datetime import timedelta
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 
 import attrs
 
@@ -30,11 +34,11 @@ from hermes_sessions.store._lineage import BRANCH_MARKER, COMPRESSION
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
-    from datetime import datetime, timedelta
+    from datetime import datetime
 
     from hermes_sessions.keys import KeyPolicy
     from hermes_sessions.policy import ResetPolicies, ResetPolicy
-    from hermes_sessions.protocols import Backend
+    from hermes_sessions.protocols import Backend, Clock
     from hermes_sessions.store._session_store import SessionStore
 
 __all__ = [
@@ -42,6 +46,7 @@ __all__ = [
     "RotateEvent",
     "SessionLookup",
     "SwitchReason",
+    "back_off",
     "branch_child",
     "compression_child",
     "compression_plan",
@@ -49,6 +54,7 @@ __all__ = [
     "events",
     "expiry",
     "first_contact_plan",
+    "gave_up",
     "leased",
     "new_entry",
     "new_record",
@@ -58,11 +64,22 @@ __all__ = [
     "retrying",
     "source_of",
     "switch_plan",
+    "taking_turns",
     "update_entry",
 ]
 
 MAX_ATTEMPTS: Final = 16
 """How often an operation re-reads and retries after losing a compare-and-swap race."""
+BASE_BACKOFF: Final = 0.005
+"""Seconds: the longest wait after the first lost race; it doubles with each further one."""
+MAX_BACKOFF: Final = 0.25
+"""Seconds: the longest wait between two attempts."""
+MAX_TURN_WAITS: Final = 64
+"""How often a command polls for its turn on a key (:func:`taking_turns`) before going ahead."""
+TURN_TTL: Final = timedelta(seconds=30)
+"""How long a turn lasts at most (a process that died holding one blocks nobody for longer)."""
+
+T = TypeVar("T")
 
 SwitchReason: TypeAlias = ResetReason | Literal["session_reset", "session_switch", "branched"]
 """Why a key leaves its session for another: both the rotate reason and the end reason."""
@@ -107,13 +124,42 @@ class RotateEvent:
     """The key's routing entry as the rotation wrote it."""
 
 
-def retrying(key: str, attempt: Callable[[], SessionEntry | None]) -> SessionEntry:
-    """Run ``attempt`` until it does not lose a race (``None``), a bounded number of times."""
-    for _ in range(MAX_ATTEMPTS):
-        result = attempt()
-        if result is not None:
-            return result
-    raise ConflictError(key)  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
+def back_off(lost: int) -> None:
+    """Wait a random while after the ``lost``-th race lost in a row (0-based).
+
+    The longest wait doubles from :data:`BASE_BACKOFF` up to :data:`MAX_BACKOFF` seconds, so
+    writers racing on one key spread out instead of colliding again at once.
+    """
+    time.sleep(random.uniform(0, min(MAX_BACKOFF, BASE_BACKOFF * 2**lost)))  # noqa: S311
+
+
+def gave_up(key: str, last: ConflictError | None) -> ConflictError:
+    """The error of a command that lost :data:`MAX_ATTEMPTS` races in a row (``last``: the last)."""
+    if last is None:
+        return ConflictError(key, attempts=MAX_ATTEMPTS)
+    return ConflictError(
+        last.key,
+        expected_revision=last.expected_revision,
+        actual_revision=last.actual_revision,
+        session_id=last.session_id,
+        attempts=MAX_ATTEMPTS,
+    )
+
+
+def retrying(key: str, attempt: Callable[[], T]) -> T:
+    """Run ``attempt`` until it does not lose a race (``ConflictError``), a bounded number of times.
+
+    It backs off between attempts; after the last one it raises the last conflict, with the count.
+    """
+    last: ConflictError | None = None
+    for lost in range(MAX_ATTEMPTS):
+        try:
+            return attempt()
+        except ConflictError as error:
+            last = error
+        if lost + 1 < MAX_ATTEMPTS:
+            back_off(lost)
+    raise gave_up(key, last) from last
 
 
 def update_entry(
@@ -121,12 +167,9 @@ def update_entry(
 ) -> SessionEntry:
     """Change a key's flags by compare-and-swap, re-reading after a lost race."""
 
-    def attempt() -> SessionEntry | None:
+    def attempt() -> SessionEntry:
         entry = store.entry(key)
-        try:
-            return store.backend.put_entry(change(entry), expected_revision=entry.revision)
-        except ConflictError:
-            return None
+        return store.backend.put_entry(change(entry), expected_revision=entry.revision)
 
     return retrying(key, attempt)
 
@@ -154,6 +197,30 @@ def leased(
     """Hold ``holder``'s lease on ``resource`` for the block; ``LeaseHeldError`` if taken."""
     if not backend.acquire_lease(resource, holder, ttl=ttl, now=now):
         raise LeaseHeldError(resource, holder)
+    try:
+        yield
+    finally:
+        backend.release_lease(resource, holder)
+
+
+@contextlib.contextmanager
+def taking_turns(backend: Backend, resource: str, clock: Clock) -> Iterator[None]:
+    """Run the block while holding a short lease on ``resource``, one writer at a time.
+
+    Commands whose attempts are slow next to the write (a branch reads the lineage's titles)
+    lose every race to a queue of writers on one key; holding a turn makes the one holder's
+    compare-and-swap win. The turn is waited for with back-off, :data:`MAX_TURN_WAITS` polls
+    at most; then the block runs anyway and races as before (still bounded by
+    :func:`retrying`).
+    """
+    holder = uuid.uuid4().hex
+    for waited in range(MAX_TURN_WAITS):
+        if backend.acquire_lease(resource, holder, ttl=TURN_TTL, now=clock.now()):
+            break
+        back_off(min(waited, 5))
+    else:
+        yield
+        return
     try:
         yield
     finally:
@@ -302,11 +369,13 @@ def switch_plan(
     messages: Sequence[Message] = (),
     reopen: Sequence[str] = (),
     copy_state_from: str | None = None,
+    copy_messages_from: str | None = None,
 ) -> RotationPlan:
     """Move ``entry``'s key to ``target`` and end the session it leaves with ``reason``.
 
-    ``create``, ``messages`` and ``reopen`` add a session to create (with its first messages,
-    and the session state of ``copy_state_from``) and sessions to reopen. The write fails if
+    ``create``, ``messages`` and ``reopen`` add a session to create (with the transcript of
+    ``copy_messages_from`` and ``messages`` as its first messages, and the session state of
+    ``copy_state_from``) and sessions to reopen. The write fails if
     the key moved on since ``entry`` was read.
     """
     if target.session_id != entry.session_id:
@@ -319,6 +388,7 @@ def switch_plan(
         messages=messages,
         reopen=reopen,
         copy_state_from=copy_state_from,
+        copy_messages_from=copy_messages_from,
     )
 
 

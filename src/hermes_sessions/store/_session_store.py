@@ -22,7 +22,7 @@ import attrs
 
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.closing import ClosesOnExit
-from hermes_sessions.exceptions import ConflictError, SessionNotFoundError
+from hermes_sessions.exceptions import SessionNotFoundError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.keys import KeyPolicy
 from hermes_sessions.models import (
@@ -151,12 +151,9 @@ class SessionStore(ClosesOnExit):
 
     def _rotate_one(
         self, plan: RotationPlan, old_session_id: str | None, reason: RotateReason
-    ) -> SessionEntry | None:
-        """Apply a plan writing one entry; ``None`` if another writer changed the key first."""
-        try:
-            written = self.backend.apply(plan)
-        except ConflictError:
-            return None
+    ) -> SessionEntry:
+        """Apply a plan writing one entry; ``ConflictError`` if another writer got there first."""
+        written = self.backend.apply(plan)
         self._notify(_rotations.events(written, old_session_id, reason))
         return written[0]
 
@@ -183,8 +180,8 @@ class SessionStore(ClosesOnExit):
         reason: SwitchReason,
         *,
         title: str | None = None,
-    ) -> SessionEntry | None:
-        """Replace ``entry``'s session by a new one; ``None`` if the entry moved on meanwhile."""
+    ) -> SessionEntry:
+        """Replace ``entry``'s session by a new one; ``ConflictError`` if it moved on meanwhile."""
         plan = _rotations.new_session_plan(self.keys, entry, source, now, reason, title=title)
         return self._rotate_one(plan, entry.session_id, reason)
 

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from hermes_sessions.exceptions import TitleConflictError
 from hermes_sessions.queries import SessionQuery
-from hermes_sessions.titles import MAX_TITLE_LENGTH, next_title_in_lineage, sanitize_title
+from hermes_sessions.titles import (
+    MAX_TITLE_LENGTH,
+    next_title_in_lineage,
+    sanitize_title,
+    title_owner,
+)
 
 if TYPE_CHECKING:
     from hermes_sessions.keys import KeyPolicy
@@ -26,11 +31,7 @@ Owner: TypeAlias = tuple[str, ...]
 
 def owner(record: SessionRecord) -> Owner:
     """Who owns a session's title: platform + user, else the creating key, else the platform."""
-    if record.user_id:
-        return ("user", record.source, record.user_id)
-    if record.session_key:
-        return ("key", record.session_key)
-    return ("source", record.source)
+    return title_owner(record)
 
 
 def owner_of_new(keys: KeyPolicy, key: str, source: SessionSource) -> Owner:

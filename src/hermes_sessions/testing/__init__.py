@@ -31,6 +31,7 @@ except ImportError as error:
 
 from hermes_sessions.clock import FrozenClock
 from hermes_sessions.testing._check import CheckContract
+from hermes_sessions.testing._contention import ContentionContract
 from hermes_sessions.testing._durability import DurabilityContract
 from hermes_sessions.testing._messages import AppendContract, ReadContract, RewriteContract
 from hermes_sessions.testing._plans import PlanContract
@@ -39,6 +40,7 @@ from hermes_sessions.testing._routing import RoutingContract
 from hermes_sessions.testing._search import SearchContract
 from hermes_sessions.testing._sessions import ListingContract, SessionContract
 from hermes_sessions.testing._state import StateContract
+from hermes_sessions.testing._titles import TitleContract
 from hermes_sessions.testing._values import ValueContract
 from hermes_sessions.testing._width import WidthContract
 
@@ -63,6 +65,8 @@ class BackendContract(
     WidthContract,
     DurabilityContract,
     CheckContract,
+    ContentionContract,
+    TitleContract,
 ):
     """The conformance suite for storage backends; subclass it and implement ``make_backend``.
 

@@ -248,3 +248,41 @@ class PlanContract(ContractBase):
         assert not backend.acquire_lease("r", "b", ttl=ttl, now=T0)
         backend.release_lease("r", "a")
         assert backend.acquire_lease("r", "b", ttl=ttl, now=T0)
+
+    def test_a_plan_copies_a_transcript_to_the_new_session(self, backend: Backend) -> None:
+        """copy_messages_from: the new session starts with the active messages, then its own."""
+        seed(backend, "s1", None, say("a", platform_message_id="p1"), say("b"), say("c"))
+        (_, hidden, _) = backend.get_messages("s1")
+        backend.set_active("s1", [hidden.id or 0], active=False)
+        backend.apply(
+            RotationPlan(at=T0, create=record("s2"), copy_messages_from="s1", messages=[say("d")])
+        )
+        copied = backend.get_messages("s2")
+        assert [m.content for m in copied] == ["a", "c", "d"]
+        assert {m.session_id for m in copied} == {"s2"}
+        assert copied[0].platform_message_id == "p1"
+        assert [m.content for m in backend.get_messages("s1", include_inactive=True)] == [
+            "a",
+            "b",
+            "c",
+        ]
+        stored = backend.get_session("s2")
+        assert stored is not None
+        assert stored.message_count == 3
+        backend.apply(RotationPlan(at=T0, create=record("s3"), messages=[say(x) for x in "acd"]))
+        same = backend.get_session("s3")
+        assert same is not None
+        assert stored.revision == same.revision
+
+    def test_copying_a_transcript_from_an_unknown_session_writes_nothing(
+        self, backend: Backend
+    ) -> None:
+        """A plan whose copy_messages_from does not exist raises and creates nothing."""
+        with pytest.raises(SessionNotFoundError):
+            backend.apply(RotationPlan(at=T0, create=record("s2"), copy_messages_from="ghost"))
+        assert backend.get_session("s2") is None
+
+    def test_copying_a_transcript_needs_a_session_to_create(self) -> None:
+        """copy_messages_from without create is refused when the plan is built."""
+        with pytest.raises(ValueError, match="copy_messages_from"):
+            RotationPlan(at=T0, copy_messages_from="s1")

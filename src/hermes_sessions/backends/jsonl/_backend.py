@@ -38,7 +38,9 @@ from hermes_sessions.backends.memtables import Transcript, resolve_plan, session
 from hermes_sessions.backends.rules import (
     apply_update,
     check_message_sizes,
+    check_title_free,
     check_update,
+    first_messages,
     fresh_record,
     lease_is_free,
     missing_session,
@@ -249,6 +251,7 @@ class JSONLBackend(ClosesOnExit):
             existing = state.sessions.get(record.id)
             if existing is not None:
                 return existing.transcript.record
+            check_title_free(record, _state.records(state))
             self._engine.create(self._engine.next_tx, NewSession(fresh_record(record), 1))
             return self._engine.state.sessions[record.id].transcript.record
 
@@ -274,6 +277,8 @@ class JSONLBackend(ClosesOnExit):
         with self._engine.writing() as state:
             cached = _state.session_file(state, session_id)
             updated = apply_update(cached.transcript.record, changes, amounts)
+            if "title" in changes:
+                check_title_free(updated, _state.records(state))
             if changes or amounts:
                 stored = {name: getattr(updated, name) for name in changes}
                 self._write(session_id, [Update(self._engine.next_tx, stored, amounts)])
@@ -504,12 +509,17 @@ class JSONLBackend(ClosesOnExit):
             create = None
             append_to = None
             appended: tuple[Message, ...] = ()
+            first = list(plan.messages)
+            if plan.copy_messages_from is not None:
+                source = _state.session_file(state, plan.copy_messages_from).transcript
+                first = first_messages(plan, source.active())
             ending = self._plan_ends(state, resolved.end, plan.reopen)
             if plan.create is not None:
                 existing = state.sessions.get(plan.create.id)
                 if existing is None:
+                    check_title_free(plan.create, _state.records(state))
                     created = Transcript(fresh_record(plan.create))
-                    created.add(created.prepare(plan.messages).new)
+                    created.add(created.prepare(first).new)
                     if plan.create.id in ending:  # ended at birth: part of its first line
                         created.record = attrs.evolve(
                             created.record, end_reason=ending.pop(plan.create.id), ended_at=plan.at
@@ -518,7 +528,7 @@ class JSONLBackend(ClosesOnExit):
                     create = NewSession(created.record, created.next_id, messages)
                 else:
                     append_to = plan.create.id
-                    appended = existing.transcript.prepare(plan.messages).new
+                    appended = existing.transcript.prepare(first).new
             record = Plan(
                 tx,
                 plan.at,

@@ -28,7 +28,7 @@ from hermes_sessions.backends.rules import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
     from datetime import datetime
 
     from hermes_sessions.backends.jsonl._cache import SessionFile, State
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
-__all__ = ["append", "read_state", "session_file", "update_state"]
+__all__ = ["append", "read_state", "records", "session_file", "update_state"]
 
 
 def session_file(state: State, session_id: str) -> SessionFile:
@@ -46,6 +46,11 @@ def session_file(state: State, session_id: str) -> SessionFile:
     if cached is None:
         raise missing_session(session_id)
     return cached
+
+
+def records(state: State) -> Iterator[SessionRecord]:
+    """The record of every session (a title is checked against them under the write lock)."""
+    return (cached.transcript.record for cached in state.sessions.values())
 
 
 def _merged(state: State, changes: Mapping[str, Mapping[str, Any]]) -> dict[str, JSONObject]:

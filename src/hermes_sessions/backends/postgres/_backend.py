@@ -254,6 +254,7 @@ class PostgresBackend(Connections, ClosesOnExit):
         row = record_values(updated)
         names = [*changes, *amounts]
         if "title" in changes:
+            statements.check_title(self, connection, updated)
             names += ["title_key", "lineage_key"]
         if names:
             assignments = ", ".join(f"{name} = %s" for name in names)

@@ -42,7 +42,15 @@ if TYPE_CHECKING:
     from hermes_sessions.models import Message
     from hermes_sessions.results import AppendResult
 
-__all__ = ["append", "delete", "lock_session", "replace_all", "replace_one", "set_active"]
+__all__ = [
+    "append",
+    "delete",
+    "lock_session",
+    "replace_all",
+    "replace_one",
+    "set_active",
+    "transcript",
+]
 
 _TAKE_IDS: Final = (
     "UPDATE {s}.sessions SET next_message_id = next_message_id + %s WHERE id = %s "
@@ -74,6 +82,20 @@ def lock_session(
     if row is None:
         raise missing_session(session_id)
     return int(row[0]), int(row[1]), int(row[2])
+
+
+def transcript(
+    pool: Connections, connection: psycopg.Connection[Any], session_id: str
+) -> list[Message]:
+    """The session's active messages in order, read in the caller's transaction."""
+    rows = connection.execute(
+        pool.q(
+            f"SELECT {MESSAGE_COLUMNS} FROM {{s}}.messages AS m JOIN {{s}}.sessions AS s "
+            "ON s.seq = m.session_seq WHERE s.id = %s AND m.active ORDER BY m.id"
+        ),
+        (session_id,),
+    ).fetchall()
+    return [message_from_row(row, session_id) for row in rows]
 
 
 def _known(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from hermes_sessions.backends.postgres import _state as state_sql
-from hermes_sessions.backends.postgres._messages import append
+from hermes_sessions.backends.postgres._messages import append, transcript
 from hermes_sessions.backends.postgres._pool import lock_id
 from hermes_sessions.backends.postgres._rows import (
     ENTRY_COLUMNS,
@@ -30,8 +30,15 @@ from hermes_sessions.backends.postgres._rows import (
     record_from_row,
     record_values,
 )
-from hermes_sessions.backends.rules import check_plan, fresh_record, missing_session
+from hermes_sessions.backends.rules import (
+    check_plan,
+    check_title_free,
+    first_messages,
+    fresh_record,
+    missing_session,
+)
 from hermes_sessions.exceptions import ConflictError
+from hermes_sessions.titles import lineage_key, title_key, title_owner
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -45,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "apply_plan",
+    "check_title",
     "create",
     "delete_entry",
     "end",
@@ -148,13 +156,39 @@ def record(
     return None if row is None else record_from_row(row)
 
 
+def check_title(
+    pool: Connections, connection: psycopg.Connection[Any], candidate: SessionRecord
+) -> None:
+    """Refuse ``candidate``'s title if another session of its owner holds it.
+
+    The advisory lock of the owner's title (held to the end of the transaction) makes two
+    writers of one title queue, so the second sees the first's row.
+    """
+    if candidate.title is None:
+        return
+    wanted = title_key(candidate.title)
+    lock = lock_id("title", pool.schema, *title_owner(candidate), wanted)
+    connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
+    rows = connection.execute(
+        pool.q(
+            f"SELECT {SESSION_COLUMNS} FROM {{s}}.sessions AS s "
+            "WHERE s.lineage_key = %s AND s.title_key = %s AND s.id <> %s"  # lineage: indexed
+        ),
+        (enc(lineage_key(candidate.title)), enc(wanted), candidate.id),
+    ).fetchall()
+    check_title_free(candidate, [record_from_row(row) for row in rows])
+
+
 def create(
     pool: Connections, connection: psycopg.Connection[Any], new: SessionRecord
 ) -> SessionRecord | None:
     """Insert a new session; ``None`` if the id exists (the stored row is left as it is)."""
     fresh = fresh_record(new)
     cursor = connection.execute(pool.q(INSERT_SESSION), record_values(fresh))
-    return fresh if cursor.rowcount == 1 else None
+    if cursor.rowcount != 1:
+        return None
+    check_title(pool, connection, fresh)  # raising rolls the insert back
+    return fresh
 
 
 def end(
@@ -188,8 +222,7 @@ def _lock_sessions(
     named = [w.entry.session_id for w in plan.entries] + list(plan.require_open)
     named += [s for pair in plan.repoint for s in pair] + list(plan.reopen)
     named += [s for s, _ in plan.end]
-    if plan.copy_state_from is not None:
-        named.append(plan.copy_state_from)
+    named += [s for s in (plan.copy_state_from, plan.copy_messages_from) if s is not None]
     if plan.create is not None:
         named.append(plan.create.id)
     rows = connection.execute(
@@ -229,7 +262,9 @@ def apply_plan(
     if plan.create is not None:
         if create(pool, connection, plan.create) is None:  # created concurrently meanwhile
             raise ConflictError(session_id=plan.create.id)
-        append(pool, connection, plan.create.id, plan.messages, step=0)
+        source = plan.copy_messages_from
+        copied = [] if source is None else transcript(pool, connection, source)
+        append(pool, connection, plan.create.id, first_messages(plan, copied), step=0)
         if plan.copy_state_from is not None:
             state_sql.copy(pool, connection, plan.copy_state_from, plan.create.id)
     if plan.reopen:

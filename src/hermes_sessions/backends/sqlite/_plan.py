@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from hermes_sessions.backends.rules import check_plan
+from hermes_sessions.backends.rules import check_plan, first_messages
 from hermes_sessions.backends.sqlite import _entries as entries
 from hermes_sessions.backends.sqlite import _messages as messages
 from hermes_sessions.backends.sqlite import _sessions as sessions
@@ -19,10 +19,26 @@ from hermes_sessions.backends.sqlite import _state as state
 if TYPE_CHECKING:
     import sqlite3
 
-    from hermes_sessions.models import SessionEntry
+    from hermes_sessions.models import Message, SessionEntry
     from hermes_sessions.protocols import RotationPlan
 
 __all__ = ["apply_plan"]
+
+
+def _first_messages(connection: sqlite3.Connection, plan: RotationPlan) -> list[Message]:
+    """The created session's first messages: the copied transcript, then ``plan.messages``."""
+    copied: list[Message] = []
+    if plan.copy_messages_from is not None:
+        copied = messages.window(
+            connection,
+            plan.copy_messages_from,
+            after_id=None,
+            before_id=None,
+            limit=None,
+            include_inactive=False,
+            from_end=False,
+        )
+    return first_messages(plan, copied)
 
 
 def apply_plan(
@@ -35,9 +51,10 @@ def apply_plan(
         lambda session_id: sessions.ended(connection, session_id),
     )
     if plan.create is not None:
+        first = _first_messages(connection, plan)
         sessions.create(connection, plan.create)
         seq = sessions.seq_of(connection, plan.create.id)
-        messages.append(connection, seq, plan.create.id, plan.messages, fts=fts)
+        messages.append(connection, seq, plan.create.id, first, fts=fts)
         if plan.copy_state_from is not None:
             state.copy(connection, plan.copy_state_from, plan.create.id)
     for session_id in plan.reopen:

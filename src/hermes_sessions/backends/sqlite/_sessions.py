@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from hermes_sessions.backends.rules import apply_update, fresh_record, missing_session
+from hermes_sessions.backends.rules import (
+    apply_update,
+    check_title_free,
+    fresh_record,
+    missing_session,
+)
 from hermes_sessions.backends.sqlite._clauses import in_list, session_filters
 from hermes_sessions.backends.sqlite._rows import (
     SESSION_FIELDS,
@@ -55,6 +60,18 @@ def record(connection: sqlite3.Connection, session_id: str) -> SessionRecord | N
     return None if row is None else record_from_row(row)
 
 
+def _check_title(connection: sqlite3.Connection, candidate: SessionRecord) -> None:
+    """Refuse ``candidate``'s title if another session of its owner holds it (in the write)."""
+    if candidate.title is None:
+        return
+    rows = connection.execute(
+        f"SELECT {SESSION_COLUMNS} FROM sessions AS s "
+        "WHERE s.lineage_key = ? AND s.title_key = ? AND s.id <> ?",  # the lineage is indexed
+        (lineage_key(candidate.title), title_key(candidate.title), candidate.id),
+    ).fetchall()
+    check_title_free(candidate, [record_from_row(row) for row in rows])
+
+
 def ended(connection: sqlite3.Connection, session_id: str) -> bool | None:
     """Whether ``session_id`` has ended, or ``None`` when there is no such session."""
     row = connection.execute(
@@ -85,6 +102,7 @@ def create(connection: sqlite3.Connection, new: SessionRecord) -> SessionRecord:
     if found is not None:
         return found
     stored = fresh_record(new)
+    _check_title(connection, stored)
     row = record_row(stored)
     names = ", ".join(row)
     marks = ", ".join("?" * len(row))
@@ -112,6 +130,8 @@ def update_fields(
     """Set fields and add to counters of one session (``update_session``'s rule)."""
     current = existing(connection, session_id)
     updated = apply_update(current, changes, amounts)
+    if "title" in changes:
+        _check_title(connection, updated)
     if changes or amounts:
         update(connection, updated, [*changes, *amounts])
     return updated
