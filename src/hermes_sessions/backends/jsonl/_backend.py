@@ -539,6 +539,8 @@ class JSONLBackend(ClosesOnExit):
                 end=tuple(ending.items()),
                 entries=tuple(resolved.written),
                 state=copied,
+                deletes=tuple(resolved.deleted),
+                rekey=plan.rekey,
             )
             self._engine.apply_plan(record)
             return resolved.written

@@ -343,6 +343,9 @@ def apply_record(  # noqa: C901, PLR0912  # one branch per record type
         plans[record.tx] = record
     elif isinstance(record, Commit):
         plan = plans.pop(record.tx, None)
+        for key in plan.deletes if plan is not None else ():
+            if table.get(key) is not None:
+                table.delete(key)
         for entry in plan.entries if plan is not None else ():
             table.put(entry)
         if plan is not None:
