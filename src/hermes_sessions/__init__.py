@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         parse_session_key,
         session_key_parts,
     )
+    from hermes_sessions.legacy_keys import read_session_key
     from hermes_sessions.memory import MemoryResult, MemorySnapshot, MemoryStore
     from hermes_sessions.models import (
         Message,
@@ -90,6 +91,7 @@ if TYPE_CHECKING:
     from hermes_sessions.store import (
         AnchoredView,
         EraseReport,
+        KeyMigrationReport,
         Lineage,
         LineageLink,
         PruneReport,
@@ -156,6 +158,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "parse_session_key",
         "session_key_parts",
     ),
+    "hermes_sessions.legacy_keys": ("read_session_key",),
     "hermes_sessions.memory": ("MemoryResult", "MemorySnapshot", "MemoryStore"),
     "hermes_sessions.results": ("AppendResult",),
     "hermes_sessions.models": (
@@ -184,6 +187,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
     "hermes_sessions.store": (
         "AnchoredView",
         "EraseReport",
+        "KeyMigrationReport",
         "Lineage",
         "LineageLink",
         "PruneReport",
@@ -234,6 +238,7 @@ __all__ = [
     "InvalidSourceError",
     "InvalidTitleError",
     "InvalidValueError",
+    "KeyMigrationReport",
     "KeyPolicy",
     "LeaseHeldError",
     "Lineage",
@@ -296,6 +301,7 @@ __all__ = [
     "next_reset_at",
     "next_title_in_lineage",
     "parse_session_key",
+    "read_session_key",
     "sanitize_title",
     "session_key_parts",
     "title_key",

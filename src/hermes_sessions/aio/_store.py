@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Self, TypeVar, Unpack
 
 import attrs
 
+from hermes_sessions.aio import _migration
 from hermes_sessions.aio._maintenance import run_schedule
 from hermes_sessions.aio._ownership import KeyLocks
 from hermes_sessions.models import (
@@ -588,6 +589,8 @@ class AsyncSessionStore:
     async def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
         """Async :meth:`SessionStore.erase_user`."""
         return await self._run(self.store.erase_user, platform, *user_ids, dry_run=dry_run)
+
+    migrate_keys = _migration.migrate_keys  # async (old_policy, new_policy, *, dry_run=True, ...)
 
     async def rebuild_routing(self) -> int:
         """Async :meth:`SessionStore.rebuild_routing`."""

@@ -4,7 +4,8 @@
 it: ``_rotations`` (rotation plans, the reset policy, the compression lease), ``_lineage``
 (lineage, the compression tip, the branch marker), ``_targets`` (resume targets), ``_titles``,
 ``_edits`` (rewinds, recalls and edits), ``_views`` (listings, grouped search, context),
-``_retention`` (the retention engine) and ``_housekeeping`` (prune, erase, rebuilding routing).
+``_retention`` (the retention engine), ``_migration`` (key migration) and ``_housekeeping``
+(prune, erase, rebuilding routing).
 This package re-exports the public names.
 """
 
@@ -12,6 +13,15 @@ from __future__ import annotations
 
 from hermes_sessions.store._housekeeping import EraseReport, PruneReport
 from hermes_sessions.store._lineage import Lineage, LineageLink
+from hermes_sessions.store._migration import (
+    KEY_MERGED,
+    Collisions,
+    KeyMerge,
+    KeyMigrationReport,
+    KeyMove,
+    KeySkip,
+    SkipReason,
+)
 from hermes_sessions.store._retention import (
     RetentionPolicy,
     RetentionRemoval,
@@ -22,8 +32,14 @@ from hermes_sessions.store._session_store import SessionStore, StoreOptions
 from hermes_sessions.store._views import AnchoredView
 
 __all__ = [
+    "KEY_MERGED",
     "AnchoredView",
+    "Collisions",
     "EraseReport",
+    "KeyMerge",
+    "KeyMigrationReport",
+    "KeyMove",
+    "KeySkip",
     "Lineage",
     "LineageLink",
     "PruneReport",
@@ -33,5 +49,6 @@ __all__ = [
     "RotateEvent",
     "SessionLookup",
     "SessionStore",
+    "SkipReason",
     "StoreOptions",
 ]

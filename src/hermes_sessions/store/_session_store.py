@@ -41,6 +41,7 @@ from hermes_sessions.store import (
     _edits,
     _housekeeping,
     _lineage,
+    _migration,
     _retention,
     _rotations,
     _state,
@@ -585,6 +586,8 @@ class SessionStore(ClosesOnExit):
         return _housekeeping.erase_user(
             self.backend, platform, user_ids, dry_run=dry_run, app_id=self.keys.namespace
         )
+
+    migrate_keys = _migration.migrate_keys  # (old_policy, new_policy, *, dry_run=True, ...)
 
     def rebuild_routing(self) -> int:
         """Recreate missing routing entries from the ``session_key`` kept on session records.
