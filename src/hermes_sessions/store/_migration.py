@@ -186,11 +186,6 @@ class _Planner:
             return None, "the key does not read back to a source that builds it"
         return read.source, ""
 
-    def _settled(self, key: str) -> bool:
-        """Whether ``key`` already reads back to a source the new policy builds it from."""
-        read = read_session_key(key, self.new)
-        return read.source is not None and self._built(read.source) == key
-
     def target(self, entry: SessionEntry) -> _Target | None:
         """Where ``entry`` goes; ``None`` if it stays (unchanged, or reported as skipped)."""
         key = entry.session_key
@@ -200,16 +195,17 @@ class _Planner:
             return None
         if origin is not None and self.old.build(origin) == key:
             return _Target(entry, self._built(origin), "origin")
-        new_key = self._read_target(key, entry.session_id, no_origin=origin is None)
-        if new_key is None or new_key == key:
-            self.unchanged += new_key == key
+        source = self._read_source(key, entry.session_id, no_origin=origin is None)
+        if source is None:
             return None
-        return _Target(entry, new_key, "key")
+        new_key = self._built(source)
+        if new_key == key:
+            self.unchanged += 1
+            return None
+        return _Target(attrs.evolve(entry, origin=self._adopted(source, origin)), new_key, "key")
 
-    def _read_target(self, key: str, session_id: str, *, no_origin: bool) -> str | None:
-        """The new key of an entry whose origin cannot say; the key itself if it stays."""
-        if self._settled(key):
-            return key
+    def _read_source(self, key: str, session_id: str, *, no_origin: bool) -> SessionSource | None:
+        """The source of an entry whose origin cannot say, read from its key (or reported)."""
         namespace = read_session_key(key, self.old).namespace
         if namespace is not None and namespace != self.old.namespace:
             detail = f"namespace {namespace!r}, not the old policy's {self.old.namespace!r}"
@@ -219,16 +215,23 @@ class _Planner:
         if source is None:
             lead = "no origin" if no_origin else "its origin does not build this key"
             self.skipped.append(KeySkip(key, session_id, "no_origin", f"{lead}; {problem}"))
-            return None
-        return self._built(source)
+        return source
+
+    def _adopted(self, source: SessionSource, origin: SessionSource | None) -> SessionSource:
+        """The origin a moved entry keeps: the key read back, plus a partial origin's sender.
+
+        An entry rebuilt from records knows its sender; it is kept when the new key stays the same.
+        """
+        if origin is None or origin.user_id is None:
+            return source
+        enriched = attrs.evolve(source, user_id=origin.user_id, user_name=origin.user_name)
+        return enriched if self._built(enriched) == self._built(source) else source
 
     def lane_target(self, key: str, record: SessionRecord) -> str | None:
         """The new key of a lane that has records but no entry (``None``: it stays)."""
-        if self._settled(key):
-            return None
         namespace = read_session_key(key, self.old).namespace
         if namespace is not None and namespace != self.old.namespace:
-            return None  # another namespace's history: not this migration's
+            return None  # another namespace's history (or a lane moved before): not this pass's
         source, problem = self._from_key(key)
         if source is None:
             self.skipped.append(KeySkip(key, record.id, "unrouted", problem))
