@@ -214,6 +214,33 @@ def test_unrouted_records_follow_a_readable_key(store, clock):
     assert store.session("s1").end_reason is None
 
 
+def test_an_open_unrouted_record_moving_onto_a_routed_key_becomes_history(store, clock):
+    """A key keeps one live session: an open record arriving on a routed lane ends key_merged."""
+    renamed = KeyPolicy(namespace="work")
+    live = talk(store, TG, "hi")
+    store.migrate_keys(store.keys, renamed, dry_run=False)
+    now = clock.now()
+    stray = SessionRecord(
+        id="s_stray", source="telegram", started_at=now, session_key=store.keys.build(TG)
+    )
+    store.backend.create_session(stray)
+    store.migrate_keys(store.keys, renamed, dry_run=False)
+    assert store.session("s_stray").end_reason == KEY_MERGED
+    assert store.session("s_stray").session_key == renamed.build(TG)
+    assert store.entry(renamed.build(TG)).session_id == live
+
+
+def test_an_unreadable_unrouted_lane_is_reported_once(store, clock):
+    """Records of a lane without entry and without a readable key: one skip for the lane."""
+    key = "agent:main:feishu:group:oc_team:ou_lin"
+    for n in range(3):
+        record = SessionRecord(id=f"s{n}", source="feishu", started_at=clock.now(), session_key=key)
+        store.backend.create_session(record)
+    report = store.migrate_keys(store.keys, SHARED, dry_run=False)
+    assert [(s.key, s.reason) for s in report.skipped] == [(key, "unrouted")]
+    assert {store.session(f"s{n}").session_key for n in range(3)} == {key}
+
+
 # -- dry runs, re-runs, retries and input --------------------------------------------------------
 
 

@@ -161,9 +161,8 @@ class _Target:
 
 @attrs.define
 class _Planner:
-    """One pass's reading of the store and the plan it makes."""
+    """One pass's decisions: where each key goes, and what it reports."""
 
-    backend: Backend
     old: KeyPolicy
     new: KeyPolicy
     remap: Callable[[SessionSource], SessionSource]
@@ -322,12 +321,15 @@ def _lanes(
     """
     lanes = {key: target.new_key for key, target in moving.items()}
     routed = {t.new_key for t in moving.values()} | {k for k in entries if k not in moving}
+    unrouted: dict[str, str | None] = {}
     arriving: dict[str, list[SessionRecord]] = {}
     for record in records:
         key = record.session_key
-        if key is None or key in lanes or key in entries:
+        if key is None or key in entries:  # a routed lane moves with its entry
             continue
-        lane = planner.lane_target(key, record)
+        if key not in unrouted:  # each lane is read (and reported) once
+            unrouted[key] = planner.lane_target(key, record)
+        lane = unrouted[key]
         if lane is None:
             continue
         lanes[key] = lane
@@ -409,7 +411,7 @@ def migrate_keys(
         raise InvalidValueError("collisions", f"must be 'merge' or 'refuse', got {collisions!r}")
     attempt = 1
     while True:
-        planner = _Planner(store.backend, old_policy, new_policy, remap or _same, collisions)
+        planner = _Planner(old_policy, new_policy, remap or _same, collisions)
         report, plan = plan_pass(store.backend, planner, dry_run=dry_run, now=store.clock.now())
         if dry_run or plan is None:
             return report
