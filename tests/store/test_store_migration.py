@@ -92,6 +92,17 @@ def test_turning_group_isolation_off_merges_members_into_one_lane(store, clock):
     assert {item.record.id for item in history.items} == {lin, eve}
 
 
+def test_merged_history_stays_visible_from_the_new_shared_lane(store, clock):
+    """A shared lane sees its own sessions: the merged one can be resumed from the new key."""
+    lin = talk(store, LIN, "lin's plan")
+    clock.advance(timedelta(minutes=5))
+    talk(store, EVE, "eve's question")
+    store.migrate_keys(store.keys, SHARED, dry_run=False)
+    new_key = SHARED.build(LIN)
+    assert store.resume(new_key, lin).session_id == lin
+    assert store.transcript(lin)[0].content == "lin's plan"
+
+
 def test_refused_collisions_leave_the_colliding_keys_alone(store):
     """With collisions='refuse' a colliding group stays; other keys still move."""
     talk(store, LIN, "a")
@@ -384,7 +395,9 @@ def open_backend(request: pytest.FixtureRequest) -> Iterator[Callable[[], Backen
         yield fresh
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(old=POLICIES, new=POLICIES, steps=STEPS)
 def test_every_entry_lands_on_its_new_key_and_nothing_is_orphaned(open_backend, old, new, steps):
     """After migrating, keys are the new policy's, every record is routed or history, data kept."""
