@@ -374,11 +374,11 @@ def _plan(fields: Fields, tx: int) -> Plan:
             fields.fail("'end' must list [session_id, reason] pairs")
         end.append((fields.checked_id(pair[0], "end"), pair[1]))
     entries = tuple(fields.model(e, SessionEntry) for e in fields.array("entries"))
-    deletes = tuple(data.get("deletes") or ())
+    deletes = tuple(fields.array("deletes")) if "deletes" in data else ()
     if not all(isinstance(key, str) and key for key in deletes):
         fields.fail("'deletes' must list session keys")
     rekey = []
-    for pair in data.get("rekey") or []:
+    for pair in fields.array("rekey") if "rekey" in data else []:
         if not (isinstance(pair, list) and len(pair) == _PAIR and isinstance(pair[1], str)):
             fields.fail("'rekey' must list [session_id, session_key] pairs")
         rekey.append((fields.checked_id(pair[0], "rekey"), pair[1]))
