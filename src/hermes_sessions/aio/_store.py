@@ -590,7 +590,8 @@ class AsyncSessionStore:
         """Async :meth:`SessionStore.erase_user`."""
         return await self._run(self.store.erase_user, platform, *user_ids, dry_run=dry_run)
 
-    migrate_keys = _migration.migrate_keys  # async (old_policy, new_policy, *, dry_run=True, ...)
+    migrate_keys = _migration.migrate_keys
+    """Async :meth:`SessionStore.migrate_keys` (a dry run by default)."""
 
     async def rebuild_routing(self) -> int:
         """Async :meth:`SessionStore.rebuild_routing`."""

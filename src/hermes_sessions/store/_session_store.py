@@ -587,7 +587,8 @@ class SessionStore(ClosesOnExit):
             self.backend, platform, user_ids, dry_run=dry_run, app_id=self.keys.namespace
         )
 
-    migrate_keys = _migration.migrate_keys  # (old_policy, new_policy, *, dry_run=True, ...)
+    migrate_keys = _migration.migrate_keys
+    """Move every key to a changed ``KeyPolicy``'s (a dry run): ``docs/key-migration.md``."""
 
     def rebuild_routing(self) -> int:
         """Recreate missing routing entries from the ``session_key`` kept on session records.
