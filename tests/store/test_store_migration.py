@@ -430,3 +430,29 @@ def test_every_entry_lands_on_its_new_key_and_nothing_is_orphaned(open_backend, 
         if isinstance(store.backend, SupportsCheck):
             assert store.backend.check().ok
         assert not store.migrate_keys(old, new, dry_run=False).changed
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(old=POLICIES, new=POLICIES, steps=STEPS, strip=st.sets(st.integers(0, 11)))
+def test_entries_without_origin_move_right_or_are_reported(open_backend, old, new, steps, strip):
+    """An entry stripped of its origin lands where its real origin says, or stays, reported."""
+    with SessionStore(open_backend(), keys=old, clock=FrozenClock()) as store:
+        for source, step in steps:
+            store.clock.advance(timedelta(minutes=1))  # type: ignore[attr-defined]
+            store.get_or_create(source, force_new=step == "new")
+        truth: dict[str, tuple[str, SessionSource]] = {}
+        for n, entry in enumerate(store.backend.entries()):
+            if n in strip and entry.origin is not None:
+                truth[entry.session_id] = (entry.session_key, entry.origin)
+                bare = attrs.evolve(entry, origin=None)
+                store.backend.put_entry(bare, expected_revision=entry.revision)
+        report = store.migrate_keys(old, new, dry_run=False)
+        skipped = {s.key for s in report.skipped}
+        for session_id, (old_key, origin) in truth.items():
+            record_key = store.session(session_id).session_key
+            if record_key == old_key and old_key != new.build(origin):
+                assert old_key in skipped or any(m.old_key == old_key for m in report.merged)
+            else:
+                assert record_key == new.build(origin)

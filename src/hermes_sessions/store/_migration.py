@@ -183,6 +183,8 @@ class _Planner:
             return None, f"the key holds {platform} ids canonicalised by the old policy"
         if read.form == "hermes-sessions" and self.old.build(read.source) != key:
             return None, "the key does not read back to a source that builds it"
+        if _isolates(self.new, read.source) and not _isolates(self.old, read.source):
+            return None, "the new policy isolates members, and the key names none"
         return read.source, ""
 
     def target(self, entry: SessionEntry) -> _Target | None:
@@ -237,6 +239,15 @@ class _Planner:
             return None
         new_key = self._built(source)
         return None if new_key == key else new_key
+
+
+def _isolates(policy: KeyPolicy, source: SessionSource) -> bool:
+    """Whether ``policy`` puts the sender into the key of a chat shaped like ``source``."""
+    if source.chat_type == "dm":
+        return False
+    return policy.group_sessions_per_user and (
+        source.thread_id is None or policy.thread_sessions_per_user
+    )
 
 
 def _live_first(
