@@ -196,6 +196,17 @@ def test_an_openclaw_topic_key_moves_to_this_librarys_form(store, clock):
     assert [m.new_key for m in report.moved] == ["agent:main:telegram:group:-100:42"]
 
 
+def test_a_sender_the_key_never_named_is_not_guessed(store, clock):
+    """Turning isolation on needs the sender; a shared key read back has none: reported."""
+    key = "agent:main:feishu:group:oc_team"
+    bare_entry(store.backend, key, "s1", clock)
+    shared = KeyPolicy(group_sessions_per_user=False)
+    report = store.migrate_keys(shared, KeyPolicy(), dry_run=False)
+    assert [s.reason for s in report.skipped] == ["no_origin"]
+    assert "names none" in report.skipped[0].detail
+    assert store.entry(key).session_id == "s1"
+
+
 def test_keys_of_another_namespace_are_reported_and_left(store, clock):
     """A key outside the old policy's namespace belongs to another profile: it stays."""
     bare_entry(store.backend, "agent:other:feishu:group:oc_team:ou_lin", "s1", clock)
