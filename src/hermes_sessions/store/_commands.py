@@ -15,6 +15,7 @@ import attrs
 
 from hermes_sessions.exceptions import (
     ConflictError,
+    InvalidArgumentError,
     SessionInUseError,
     SessionNotFoundError,
     TitleConflictError,
@@ -46,7 +47,7 @@ DEFAULT_BRANCH_TITLE = "branch"
 def _current(store: SessionStore, key: str, source: SessionSource | None) -> SessionEntry | None:
     """The key's entry; ``None`` on first contact with a ``source``; else not found."""
     if source is not None and store.key_for(source) != key:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"source= builds the key {store.key_for(source)!r}, not {key!r}; pass the source of "
             "the message that carried the command"
         )
