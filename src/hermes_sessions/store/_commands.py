@@ -271,15 +271,25 @@ def compress(
         parent = store.session(session_id)
         if parent.is_ended:
             raise ConflictError(session_id=session_id)
-        title = None
-        if parent.title is not None:
-            title = _titles.next_title(store.backend, parent.title, _titles.owner(parent))
         now = store.clock.now()
-        child = _rotations.compression_child(parent, now, title)
         prepared = [
             store.redact(_rotations.copy(stamped(m, timestamp=m.timestamp or now)))
             for m in messages
         ]
-        written = store.backend.apply(_rotations.compression_plan(parent, child, prepared, now))
+
+        for lost in range(_rotations.MAX_ATTEMPTS):
+            title = None
+            if parent.title is not None:
+                title = _titles.next_title(store.backend, parent.title, _titles.owner(parent))
+            child = _rotations.compression_child(parent, now, title)
+            try:
+                written = store.backend.apply(
+                    _rotations.compression_plan(parent, child, prepared, now)
+                )
+                break
+            except TitleConflictError:  # the next number was taken meanwhile: number again
+                if title is None or lost + 1 == _rotations.MAX_ATTEMPTS:
+                    raise
+                _rotations.back_off(lost)
     store._notify(_rotations.events(written, parent.id, "compression"))  # noqa: SLF001
     return store.session(child.id)
