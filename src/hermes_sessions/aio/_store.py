@@ -242,6 +242,10 @@ class AsyncSessionStore:
         """The session key of ``source`` (no I/O, so not a coroutine)."""
         return self.store.key_for(source)
 
+    def is_incognito(self, key_or_session_id: str) -> bool:
+        """:meth:`SessionStore.is_incognito` (memory only, so not a coroutine)."""
+        return self.store.is_incognito(key_or_session_id)
+
     @contextlib.asynccontextmanager
     async def lock(self, key: str) -> AsyncIterator[None]:
         """Hold ``key``: other operations on it (in this store) wait until the block ends.
