@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
-__all__ = ["IncognitoPolicy", "IncognitoRouter", "is_incognito", "note"]
+__all__ = ["IncognitoPolicy", "IncognitoRouter", "is_incognito", "lane_side", "note"]
 
 
 def _keys(value: Iterable[str]) -> frozenset[str]:
@@ -417,6 +417,13 @@ def _search(backend: Backend, query: SearchQuery) -> list[SearchHit]:
 def note(backend: Backend, source: SessionSource, key: str) -> str:
     """``key``, remembered as incognito if ``backend`` routes lanes and the policy covers it."""
     return backend.note(source, key) if isinstance(backend, IncognitoRouter) else key
+
+
+def lane_side(backend: Backend, key: str | None) -> Backend:
+    """The backend holding ``key``'s lane: the overlay for an incognito lane, else ``backend``."""
+    if isinstance(backend, IncognitoRouter) and backend.is_lane(key):
+        return backend.overlay
+    return backend
 
 
 def is_incognito(backend: Backend, key_or_session_id: str) -> bool:

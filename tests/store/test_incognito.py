@@ -1,0 +1,262 @@
+"""Incognito lanes (issue 23): in memory only, seen from their own lane only, gone on rotation."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+from store_scenarios import DM, THREAD_ALICE, reply, user, with_policy
+
+from hermes_sessions import (
+    AsyncSessionStore,
+    IncognitoLaneError,
+    IncognitoPolicy,
+    KeyPolicy,
+    Message,
+    ResetPolicy,
+    SessionNotFoundError,
+    SessionSource,
+    SessionStore,
+    StateScope,
+    Visibility,
+)
+from hermes_sessions.aio import handle_memory_async
+from hermes_sessions.memory import MemoryStore
+from hermes_sessions.store import IncognitoRouter
+from hermes_sessions.tools import SearchToolContext, handle_memory, handle_session_search
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from hermes_sessions.protocols import Backend
+    from hermes_sessions.testing import FrozenClock
+
+# Lin's second DM (same platform, same user as DM): the private lane rule would let DM see it.
+SECRET = SessionSource(platform="feishu", chat_id="ou_lin_secret", user_id="ou_lin")
+SECRET_KEY = KeyPolicy().build(SECRET)
+MARK = "zqxghostword"
+
+
+@pytest.fixture
+def lanes(make_backend: Callable[[], Backend], clock: FrozenClock) -> Iterator[SessionStore]:
+    """A store on each backend where SECRET's key is incognito."""
+    policy = IncognitoPolicy(keys=[SECRET_KEY])
+    with SessionStore(make_backend(), clock=clock, incognito=policy) as opened:
+        yield opened
+
+
+def _chat(store: SessionStore, source: SessionSource, text: str) -> str:
+    """One turn in ``source``'s lane; the session id."""
+    session_id = store.get_or_create(source).session_id
+    store.append(session_id, user(text, platform_message_id=f"{text}-1"), reply(f"noted: {text}"))
+    return session_id
+
+
+def test_an_incognito_session_is_held_in_memory_only(lanes):
+    """The lane's session and messages exist for the store but not in the persistent backend."""
+    session_id = _chat(lanes, SECRET, f"secret {MARK}")
+    assert lanes.is_incognito(SECRET_KEY)
+    assert lanes.is_incognito(session_id)
+    assert lanes.session(session_id).message_count == 2
+    assert isinstance(lanes.backend, IncognitoRouter)
+    assert lanes.backend.persistent.get_session(session_id) is None
+    assert lanes.backend.persistent.get_entry(SECRET_KEY) is None
+
+
+def test_a_predicate_makes_a_lane_incognito(tmp_path):
+    """A source predicate marks the lane when its key is built; other lanes persist."""
+    policy = IncognitoPolicy(match=lambda source: source.chat_id == SECRET.chat_id)
+    with SessionStore.open(tmp_path, incognito=policy) as store:
+        secret = _chat(store, SECRET, "hidden")
+        public = _chat(store, DM, "kept")
+        assert store.is_incognito(secret)
+        assert not store.is_incognito(public)
+        assert not store.is_incognito(store.key_for(DM))
+    with SessionStore.open(tmp_path) as reopened:
+        assert reopened.session(public).message_count == 2
+        with pytest.raises(SessionNotFoundError):
+            reopened.session(secret)
+
+
+def test_the_store_api_works_in_an_incognito_lane(lanes):
+    """Redelivery, context, titles, edits, undo and state all work on an incognito session."""
+    session_id = _chat(lanes, SECRET, "plan")
+    assert lanes.seen(SECRET_KEY, "plan-1") is not None
+    assert len(lanes.context(session_id, max_messages=10).messages) == 2
+    assert lanes.set_title(session_id, "悄悄话").title == "悄悄话"
+    lanes.edit(session_id, "plan-1", "plan B")
+    assert lanes.transcript(session_id)[0].content == "plan B"
+    assert len(lanes.undo(session_id)) == 2
+    lanes.update_state({StateScope.session(session_id): {"mood": "quiet"}}, session_id=session_id)
+    lanes.update_state({StateScope.lane(SECRET_KEY): {"lang": "zh"}})
+    state = lanes.state(session_id)
+    assert (state.session, state.lane) == ({"mood": "quiet"}, {"lang": "zh"})
+
+
+def test_an_incognito_turn_reads_but_never_writes_persisted_state(lanes):
+    """App and user state are read from disk; changing them from an incognito session is refused."""
+    app = StateScope.app("main")
+    lanes.update_state({app: {"flag": True}})
+    session_id = _chat(lanes, SECRET, "hello")
+    assert lanes.state(session_id).app == {"flag": True}
+    user_scope = StateScope.user("main", "feishu", "ou_lin")
+    with pytest.raises(IncognitoLaneError):
+        lanes.append(session_id, user("x"), state_delta={user_scope: {"name": "Lin"}})
+    with pytest.raises(IncognitoLaneError):
+        lanes.update_state({app: {"flag": False}}, session_id=session_id)
+    assert lanes.state(session_id).app == {"flag": True}
+
+
+def test_new_deletes_the_old_incognito_transcript(lanes):
+    """``/new`` in an incognito lane deletes the session it leaves (the one such exception)."""
+    old = _chat(lanes, SECRET, "forget me")
+    events = []
+    lanes.on_rotate(events.append)
+    new = lanes.reset(SECRET_KEY)
+    assert new.session_id != old
+    assert [(e.old_session_id, e.reason) for e in events] == [(old, "session_reset")]
+    with pytest.raises(SessionNotFoundError):
+        lanes.session(old)
+    assert lanes.search("forget", session_key=SECRET_KEY) == []
+
+
+def test_a_policy_reset_deletes_the_old_incognito_transcript(lanes, clock):
+    """An idle reset of an incognito lane leaves nothing of the expired session."""
+    idle = with_policy(lanes, ResetPolicy(mode="idle", idle_minutes=30))
+    old = _chat(idle, SECRET, "stale")
+    clock.advance(timedelta(hours=1))
+    lookup = idle.get_or_create(SECRET)
+    assert lookup.session_id != old
+    assert lookup.reset is not None
+    with pytest.raises(SessionNotFoundError):
+        idle.session(old)
+
+
+def test_branch_and_compress_keep_the_copy_and_drop_the_parent(lanes):
+    """The child of a branch or a compression lives on in memory; its parent is gone."""
+    parent = _chat(lanes, SECRET, "branch me")
+    child = lanes.branch(SECRET_KEY)
+    assert lanes.transcript(child.session_id)[0].content == "branch me"
+    with pytest.raises(SessionNotFoundError):
+        lanes.session(parent)
+    summary = [Message(role="system", content="Summary: a branch.")]
+    tip = lanes.compress(child.session_id, summary, holder="worker")
+    assert lanes.is_incognito(tip.id)
+    assert lanes.entry(SECRET_KEY).session_id == tip.id
+    with pytest.raises(SessionNotFoundError):
+        lanes.session(child.session_id)
+
+
+def test_resume_never_crosses_between_kinds_of_lane(lanes):
+    """An incognito key cannot resume a persisted session; a persisted key finds none incognito."""
+    public = _chat(lanes, DM, "public history")
+    secret = _chat(lanes, SECRET, "private")
+    with pytest.raises(IncognitoLaneError):
+        lanes.resume(SECRET_KEY, public, allow=lambda _requester, _record: True)
+    with pytest.raises(SessionNotFoundError):
+        lanes.resume(lanes.key_for(DM), secret, allow=lambda _requester, _record: True)
+    assert lanes.entry(SECRET_KEY).session_id == secret
+    assert lanes.entry(lanes.key_for(DM)).session_id == public
+
+
+def test_other_lanes_never_see_incognito_content(lanes):
+    """Searches and listings, unfiltered or from Lin's other DM, leave the incognito lane out."""
+    public = _chat(lanes, DM, f"public {MARK}")
+    _chat(lanes, SECRET, f"private {MARK}")
+    visible = Visibility.for_requester(lanes.key_for(DM), DM)
+    for hits in (lanes.search(MARK), lanes.search(MARK, visible_to=visible)):
+        assert {hit.session.id for hit in hits} == {public}
+    listed = lanes.list_sessions(visible_to=visible).items
+    assert [summary.record.id for summary in listed] == [public]
+    assert [summary.record.id for summary in lanes.list_sessions().items] == [public]
+
+
+def test_the_search_tool_of_another_lane_cannot_read_an_incognito_session(lanes):
+    """``session_search`` from Lin's DM neither finds nor reads (by id) the incognito session."""
+    _chat(lanes, DM, "public note")
+    lanes.reset(lanes.key_for(DM))  # the note is history the tool may show
+    secret = _chat(lanes, SECRET, f"private {MARK}")
+    context = SearchToolContext(store=lanes, requester=DM, current_key=lanes.key_for(DM))
+    assert handle_session_search(context, {"query": MARK})["results"] == []
+    browsed = handle_session_search(context, {})["sessions"]
+    assert secret not in {result["session_id"] for result in browsed}
+    assert handle_session_search(context, {"session_id": secret})["success"] is False
+
+
+def test_a_search_from_the_incognito_lane_sees_it_first_then_persisted_history(lanes, clock):
+    """From its own lane a search finds the lane's hits first, then persisted ones it may see."""
+    public = _chat(lanes, DM, f"public {MARK}")
+    clock.advance(timedelta(minutes=1))  # the incognito session is the newer: it lists first
+    secret = _chat(lanes, SECRET, f"private {MARK}")
+    visible = Visibility.for_requester(SECRET_KEY, SECRET)
+    hits = lanes.search(MARK, visible_to=visible)
+    assert [hit.session.id for hit in hits] == [secret, secret, public, public]
+    page = lanes.search(MARK, visible_to=visible, offset=1, limit=2)
+    assert [hit.session.id for hit in page] == [secret, public]
+    listed = lanes.list_sessions(visible_to=visible, limit=1)
+    assert [s.record.id for s in listed.items] == [secret]
+    rest = lanes.list_sessions(visible_to=visible, limit=1, cursor=listed.next_cursor)
+    assert [s.record.id for s in rest.items] == [public]
+
+
+def test_the_memory_tool_refuses_writes_from_an_incognito_lane(lanes, tmp_path):
+    """A memory call from the incognito lane writes nothing and says why; other lanes may write."""
+    memory = MemoryStore(tmp_path / "memories")
+    call = {"action": "add", "target": "user", "content": "Lin likes tea"}
+    refused = handle_memory(memory, call, sessions=lanes, current_key=SECRET_KEY)
+    assert (refused["success"], refused["code"], refused["action"]) == (False, "incognito", "add")
+    assert "incognito" in refused["error"]
+    assert memory.entries("user") == ()
+    allowed = handle_memory(memory, call, sessions=lanes, current_key=lanes.key_for(DM))
+    assert allowed["success"] is True
+
+
+def test_close_drops_every_incognito_lane(tmp_path):
+    """Reopening the home finds no trace of the incognito lane; persisted lanes are intact."""
+    policy = IncognitoPolicy(keys=[SECRET_KEY])
+    with SessionStore.open(tmp_path, incognito=policy) as store:
+        secret = _chat(store, SECRET, "gone at close")
+        public = _chat(store, DM, "stays")
+    with SessionStore.open(tmp_path, incognito=policy) as reopened:
+        assert reopened.backend.get_entry(SECRET_KEY) is None
+        assert reopened.backend.get_session(secret) is None
+        assert reopened.get_or_create(SECRET).session_id != secret
+        assert reopened.session(public).message_count == 2
+
+
+def test_the_async_store_honours_incognito_lanes(tmp_path):
+    """Turns, search and the async memory handler keep to the same rules."""
+
+    async def scenario() -> None:
+        policy = IncognitoPolicy(keys=[SECRET_KEY])
+        async with await AsyncSessionStore.open(tmp_path, incognito=policy) as astore:
+            async with astore.turn(SECRET) as turn:
+                await astore.append(turn.session_id, user(f"async {MARK}"))
+            assert astore.is_incognito(turn.session_id)
+            assert await astore.search(MARK) == []
+            assert len(await astore.search(MARK, session_key=SECRET_KEY)) == 1
+            memory = MemoryStore(tmp_path / "memories")
+            call = {"action": "add", "target": "memory", "content": "x"}
+            refused = await handle_memory_async(memory, call, sessions=astore, current_key=turn.key)
+            assert refused["code"] == "incognito"
+            old = turn.session_id
+            await astore.reset(turn.key)
+            with pytest.raises(SessionNotFoundError):
+                await astore.session(old)
+
+    asyncio.run(scenario())
+
+
+def test_a_policy_takes_a_collection_of_keys():
+    """One string is refused (it would be read as characters); any collection of keys works."""
+    with pytest.raises(TypeError):
+        IncognitoPolicy(keys=SECRET_KEY)
+    assert IncognitoPolicy(keys=[SECRET_KEY, SECRET_KEY]).keys == frozenset({SECRET_KEY})
+
+
+def test_lanes_named_by_key_cover_threads_only_by_their_own_key(lanes):
+    """A policy key is exact: a thread of the same chat is a different, persisted lane."""
+    session_id = _chat(lanes, THREAD_ALICE, "thread")
+    assert not lanes.is_incognito(session_id)
