@@ -260,3 +260,29 @@ def test_lanes_named_by_key_cover_threads_only_by_their_own_key(lanes):
     """A policy key is exact: a thread of the same chat is a different, persisted lane."""
     session_id = _chat(lanes, THREAD_ALICE, "thread")
     assert not lanes.is_incognito(session_id)
+
+
+def test_delete_and_suspend_work_in_an_incognito_lane(lanes):
+    """A forced delete moves the key to a new session; a suspended key's next message rotates."""
+    first = _chat(lanes, SECRET, "delete me")
+    moved = lanes.delete(first, force=True)
+    assert moved == (SECRET_KEY,)
+    with pytest.raises(SessionNotFoundError):
+        lanes.session(first)
+    second = lanes.entry(SECRET_KEY).session_id
+    lanes.suspend(SECRET_KEY)
+    assert lanes.get_or_create(SECRET).session_id != second
+    with pytest.raises(SessionNotFoundError):
+        lanes.session(second)
+
+
+def test_housekeeping_leaves_incognito_lanes_alone(lanes, clock):
+    """Prune and erase_user work on persisted sessions; the incognito lane stays usable."""
+    secret = _chat(lanes, SECRET, "still here")
+    _chat(lanes, DM, "public")
+    lanes.reset(lanes.key_for(DM))
+    clock.advance(timedelta(days=2))
+    assert len(lanes.prune(timedelta(days=1), dry_run=False).session_ids) == 1
+    lanes.erase_user("feishu", "ou_lin")
+    assert lanes.session(secret).message_count == 2
+    assert SECRET_KEY not in {entry.session_key for entry in lanes.backend.entries()}

@@ -87,10 +87,18 @@ class IncognitoRouter(ClosesOnExit):
     policy: IncognitoPolicy
     overlay: Backend = attrs.field(factory=_overlay, kw_only=True)
     _lanes: set[str] = attrs.field(factory=set, init=False)
+    _lane_scopes: set[str] = attrs.field(factory=set, init=False)
+    """The state scope ids of the lanes (``StateScope.lane(key).id``), for one lookup per scope."""
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._lanes.update(self.policy.keys)
+        for key in self.policy.keys:
+            self._add_lane(key)
+
+    def _add_lane(self, key: str) -> None:
+        with self._lock:
+            self._lane_scopes.add(StateScope.lane(key).id)
+            self._lanes.add(key)
 
     def __repr__(self) -> str:
         return f"<IncognitoRouter over {self.persistent!r}>"
@@ -105,8 +113,7 @@ class IncognitoRouter(ClosesOnExit):
     def note(self, source: SessionSource, key: str) -> str:
         """Remember ``key`` as incognito if the policy's predicate covers ``source``."""
         if key not in self._lanes and self.policy.covers(source):
-            with self._lock:
-                self._lanes.add(key)
+            self._add_lane(key)
         return key
 
     def is_lane(self, key: str | None) -> bool:
@@ -127,7 +134,7 @@ class IncognitoRouter(ClosesOnExit):
         kind, _, rest = scope_id.partition("|")
         if kind == "session":
             return self.holds(rest)
-        return kind == "lane" and any(StateScope.lane(k).id == scope_id for k in self._lanes)
+        return kind == "lane" and scope_id in self._lane_scopes
 
     def _state_side(self, scope_ids: Iterable[str], session_id: str | None, action: str) -> Backend:
         """The one side all of a state change belongs to; refuse a change spanning both."""
