@@ -6,6 +6,7 @@ import asyncio
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+import attrs
 import pytest
 from store_scenarios import DM, THREAD_ALICE, reply, user, with_policy
 
@@ -24,6 +25,7 @@ from hermes_sessions import (
 )
 from hermes_sessions.aio import handle_memory_async
 from hermes_sessions.memory import MemoryStore
+from hermes_sessions.protocols import EntryWrite, RotationPlan
 from hermes_sessions.store import IncognitoRouter
 from hermes_sessions.tools import SearchToolContext, handle_memory, handle_session_search
 
@@ -286,3 +288,35 @@ def test_housekeeping_leaves_incognito_lanes_alone(lanes, clock):
     lanes.erase_user("feishu", "ou_lin")
     assert lanes.session(secret).message_count == 2
     assert SECRET_KEY not in {entry.session_key for entry in lanes.backend.entries()}
+
+
+def test_one_incognito_lane_cannot_resume_another(make_backend, clock):
+    """Two incognito DMs of one user stay apart: neither resumes the other's session by id."""
+    other = SessionSource(platform="feishu", chat_id="ou_lin_other", user_id="ou_lin")
+    policy = IncognitoPolicy(match=lambda source: source.chat_id.startswith("ou_lin_"))
+    with SessionStore(make_backend(), clock=clock, incognito=policy) as store:
+        secret = _chat(store, SECRET, "first lane")
+        _chat(store, other, "second lane")
+        with pytest.raises((IncognitoLaneError, SessionNotFoundError)):
+            store.resume(store.key_for(other), secret, allow=lambda _requester, _record: True)
+        assert store.entry(SECRET_KEY).session_id == secret
+        hits = store.search(
+            "lane", visible_to=Visibility.for_requester(store.key_for(other), other)
+        )
+        assert {hit.session.session_key for hit in hits} == {store.key_for(other)}
+
+
+def test_the_router_refuses_pointing_a_lane_at_another_lanes_session(make_backend, clock):
+    """Even a hand-made plan cannot point one incognito key at another incognito lane's session."""
+    other = SessionSource(platform="feishu", chat_id="ou_lin_other", user_id="ou_lin")
+    policy = IncognitoPolicy(match=lambda source: source.chat_id.startswith("ou_lin_"))
+    with SessionStore(make_backend(), clock=clock, incognito=policy) as store:
+        secret = _chat(store, SECRET, "first lane")
+        _chat(store, other, "second lane")
+        entry = store.entry(store.key_for(other))
+        moved = EntryWrite(
+            entry=attrs.evolve(entry, session_id=secret), expected_revision=entry.revision
+        )
+        with pytest.raises(IncognitoLaneError):
+            store.backend.apply(RotationPlan(at=clock.now(), entries=[moved]))
+        assert store.entry(store.key_for(other)).session_id == entry.session_id

@@ -35,10 +35,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 SECRET = SessionSource(
-    platform="feishu", chat_id="ou_lin_secret", user_id="ou_lin", user_name="林晓"
+    platform="feishu", chat_id="ou_qzvsecretchat", user_id="ou_lin", user_name="林晓"
 )
-HIDDEN = ("qzvhiddenmark", "隐身密语测试")
-"""Markers only the incognito lane ever sees."""
+HIDDEN = ("qzvhiddenmark", "隐身密语测试", SECRET.chat_id)
+"""Markers only the incognito lane ever sees (its chat id too: the key must not be stored)."""
 KEPT = ("qzvkeptmark", "公开记录标记")
 """Markers of the persisted lane (they must be found, or the byte search proves nothing)."""
 
@@ -57,7 +57,7 @@ def _policy() -> IncognitoPolicy:
 
 def _converse(store: SessionStore, memory: MemoryStore) -> None:
     """An incognito conversation that touches every kind of write, and a persisted one beside it."""
-    ascii_mark, cjk_mark = HIDDEN
+    ascii_mark, cjk_mark, _chat = HIDDEN
     public = store.get_or_create(DM).session_id
     store.append(public, user(f"{KEPT[0]} {KEPT[1]}"), reply("记下了"))
     key = store.key_for(SECRET)

@@ -349,6 +349,12 @@ class IncognitoRouter(ClosesOnExit):
         """Apply ``plan`` on its side; in memory, delete the sessions it leaves behind."""
         if not self._in_overlay(plan):
             return self.persistent.apply(plan)
+        for write in plan.entries:
+            target = plan.create
+            if target is None or target.id != write.entry.session_id:
+                target = self.overlay.get_session(write.entry.session_id)
+            if target is not None and target.session_key != write.entry.session_key:
+                raise IncognitoLaneError("rotate", "an incognito session belongs to its lane only")
         written = self.overlay.apply(plan)
         for session_id, _reason in plan.end:
             record = self.overlay.get_session(session_id)
@@ -377,14 +383,18 @@ class IncognitoRouter(ClosesOnExit):
             raise IncognitoLaneError("rotate", _CROSSING)
         return sides == {True}
 
+    def _lease_side(self, resource: str) -> Backend:
+        """A lease names a session (``compress:<id>``) or a key (``branch:<key>``): its side."""
+        named = resource.partition(":")[2]
+        return self.overlay if self.is_lane(named) or self.holds(named) else self.persistent
+
     def acquire_lease(self, resource: str, holder: str, *, ttl: timedelta, now: datetime) -> bool:
-        """Take a lease on the side of the session it names (``compress:<id>``)."""
-        side = self._by_session(resource.partition(":")[2])
-        return side.acquire_lease(resource, holder, ttl=ttl, now=now)
+        """Take a lease on the side of the session or key it names."""
+        return self._lease_side(resource).acquire_lease(resource, holder, ttl=ttl, now=now)
 
     def release_lease(self, resource: str, holder: str) -> None:
-        """Release a lease on the side of the session it names."""
-        self._by_session(resource.partition(":")[2]).release_lease(resource, holder)
+        """Release a lease on the side of the session or key it names."""
+        self._lease_side(resource).release_lease(resource, holder)
 
     # -- search ------------------------------------------------------------------------------------
 
