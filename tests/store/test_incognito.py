@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ from hermes_sessions import (
 )
 from hermes_sessions.aio import handle_memory_async
 from hermes_sessions.memory import MemoryStore
-from hermes_sessions.protocols import EntryWrite, RotationPlan
+from hermes_sessions.protocols import EntryWrite, RotationPlan, SupportsReindex, SupportsScrub
 from hermes_sessions.store import IncognitoRouter
 from hermes_sessions.tools import SearchToolContext, handle_memory, handle_session_search
 
@@ -320,3 +321,25 @@ def test_the_router_refuses_pointing_a_lane_at_another_lanes_session(make_backen
         with pytest.raises(IncognitoLaneError):
             store.backend.apply(RotationPlan(at=clock.now(), entries=[moved]))
         assert store.entry(store.key_for(other)).session_id == entry.session_id
+
+
+@pytest.mark.parametrize(
+    ("backend", "abilities"),
+    [("sqlite", {"check", "scrub", "reindex"}), ("memory", {"check"})],
+)
+def test_the_router_has_the_optional_abilities_of_its_backend(tmp_path, backend, abilities):
+    """The router has ``check``, ``scrub`` and ``reindex`` as methods iff its backend has them."""
+    with SessionStore.open(tmp_path, backend, incognito=IncognitoPolicy()) as store:
+        found = {
+            name
+            for name in ("check", "scrub", "reindex")
+            if inspect.getattr_static(store.backend, name, None) is not None
+        }
+        assert found == abilities
+        assert isinstance(store.backend, SupportsScrub) == ("scrub" in abilities)
+        assert isinstance(store.backend, SupportsReindex) == ("reindex" in abilities)
+        assert store.backend.check().ok
+        if "scrub" in abilities:
+            store.backend.scrub()
+            assert not store.backend.reindex_needed()
+            assert store.backend.reindex() == 0

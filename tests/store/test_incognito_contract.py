@@ -18,4 +18,5 @@ class TestIncognitoRouter(BackendContract):
     def make_backend(self, directory: Path) -> IncognitoRouter:
         """A router whose every call goes to the persistent side."""
         del directory
-        return IncognitoRouter(InMemoryBackend(), IncognitoPolicy(keys={"agent:main:x:dm:ghost"}))
+        policy = IncognitoPolicy(keys={"agent:main:x:dm:ghost"})
+        return IncognitoRouter.over(InMemoryBackend(), policy)

@@ -13,16 +13,17 @@ written through the persistent backend: a write that would mix the two is refuse
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import IncognitoLaneError
 from hermes_sessions.models import SessionSource
-from hermes_sessions.protocols import Backend
+from hermes_sessions.protocols import Backend, SupportsCheck, SupportsReindex, SupportsScrub
 from hermes_sessions.queries import SessionPage, encode_cursor
 from hermes_sessions.state import StateScope
 
@@ -30,8 +31,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from datetime import datetime, timedelta
 
+    from hermes_sessions.checks import CheckReport
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
-    from hermes_sessions.protocols import Capabilities, RotationPlan
+    from hermes_sessions.protocols import Capabilities, ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
@@ -77,11 +79,18 @@ class IncognitoRouter(ClosesOnExit):
     """The backend of a store with incognito lanes: an in-memory overlay over ``persistent``.
 
     Calls about incognito keys and their sessions go to the overlay; all others to
-    ``persistent``, whose optional abilities (``check``, ``scrub``, ``reindex``, backend-specific
-    attributes) are reached through this object unchanged.
+    ``persistent``. Make one with :meth:`over`, which gives the router the optional abilities of
+    ``persistent`` (``check``, ``scrub``, ``reindex``: ``isinstance`` checks keep working);
+    other attributes of ``persistent`` (``path``, ...) are reached through it unchanged.
 
     .. versionadded:: 0.1.0
     """
+
+    @classmethod
+    def over(cls, persistent: Backend, policy: IncognitoPolicy) -> IncognitoRouter:
+        """A router over ``persistent`` with its optional abilities."""
+        abilities = tuple(mixin for ability, mixin in _ABILITIES if isinstance(persistent, ability))
+        return _router_class(abilities)(persistent, policy)
 
     persistent: Backend
     policy: IncognitoPolicy
@@ -415,6 +424,64 @@ class IncognitoRouter(ClosesOnExit):
             limit=None if query.limit is None else query.limit - len(first),
         )
         return [*first, *_search(self.persistent, rest)]
+
+
+class _Scrubs:
+    """``SupportsScrub`` of the persistent side (incognito lanes have no files to scrub)."""
+
+    __slots__ = ()
+    persistent: Backend
+
+    def scrub(self) -> None:
+        """Scrub the persistent backend's files."""
+        cast("SupportsScrub", self.persistent).scrub()
+
+
+class _Checks:
+    """``SupportsCheck`` of the persistent side (the overlay holds nothing to check)."""
+
+    __slots__ = ()
+    persistent: Backend
+
+    def check(self) -> CheckReport:
+        """The persistent backend's report."""
+        return cast("SupportsCheck", self.persistent).check()
+
+
+class _Reindexes:
+    """``SupportsReindex`` of the persistent side (the overlay indexes in memory)."""
+
+    __slots__ = ()
+    persistent: Backend
+
+    def reindex_needed(self) -> bool:
+        """Whether the persistent backend's index needs rewriting."""
+        return cast("SupportsReindex", self.persistent).reindex_needed()
+
+    def reindex(
+        self,
+        *,
+        progress: Callable[[ReindexProgress], None] | None = None,
+        batch_size: int = 500,
+    ) -> int:
+        """Rewrite the persistent backend's index rows."""
+        index = cast("SupportsReindex", self.persistent)
+        return index.reindex(progress=progress, batch_size=batch_size)
+
+
+_ABILITIES: tuple[tuple[type, type], ...] = (
+    (SupportsCheck, _Checks),
+    (SupportsScrub, _Scrubs),
+    (SupportsReindex, _Reindexes),
+)
+
+
+@functools.cache
+def _router_class(abilities: tuple[type, ...]) -> type[IncognitoRouter]:
+    """``IncognitoRouter`` with the methods of ``abilities`` (one class per combination)."""
+    if not abilities:
+        return IncognitoRouter
+    return type("IncognitoRouter", (*abilities, IncognitoRouter), {"__slots__": ()})
 
 
 _CROSSING = (

@@ -110,7 +110,7 @@ class SessionStore(ClosesOnExit):
 
     def __attrs_post_init__(self) -> None:
         if self.incognito is not None and not isinstance(self.backend, IncognitoRouter):
-            self.backend = IncognitoRouter(self.backend, self.incognito)
+            self.backend = IncognitoRouter.over(self.backend, self.incognito)
 
     def __repr__(self) -> str:
         return f"<SessionStore on {self.backend!r}>"
