@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -22,6 +24,7 @@ from hermes_sessions import (
     SessionSource,
     SessionStore,
     StateScope,
+    Usage,
     Visibility,
 )
 from hermes_sessions.aio import handle_memory_async
@@ -343,3 +346,62 @@ def test_the_router_has_the_optional_abilities_of_its_backend(tmp_path, backend,
             store.backend.scrub()
             assert not store.backend.reindex_needed()
             assert store.backend.reindex() == 0
+
+
+def test_threads_racing_into_an_incognito_lane_share_one_session(lanes):
+    """Eight threads' first messages of one incognito chat land in one in-memory session."""
+    barrier = threading.Barrier(8)
+
+    def first_message() -> str:
+        barrier.wait()
+        return lanes.get_or_create(SECRET).session_id
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        ids = set(pool.map(lambda _n: first_message(), range(8)))
+    assert len(ids) == 1
+    assert lanes.is_incognito(ids.pop())
+
+
+def test_the_less_common_calls_work_in_an_incognito_lane(lanes):
+    """Touch, usage, archive, context views, retry and the resume flag stay in memory."""
+    session_id = _chat(lanes, SECRET, "first")
+    lanes.append(session_id, user("second"), reply("again"))
+    assert lanes.touch(SECRET_KEY, last_prompt_tokens=10).last_prompt_tokens == 10
+    assert lanes.record_usage(session_id, Usage(input=3)).input_tokens == 3
+    assert lanes.archive(session_id).archived
+    assert len(lanes.messages_around(session_id, 2, window=1)) == 3
+    assert lanes.anchored_view(session_id, 3).anchor.content == "second"
+    assert lanes.retry(session_id).content == "second"
+    assert lanes.mark_resume_pending(SECRET_KEY, "restart").resume_pending
+    assert lanes.is_incognito(session_id)
+    assert lanes.backend.persistent.get_session(session_id) is None
+    assert lanes.search("first", session_key=SECRET_KEY, limit=1)[0].session.id == session_id
+
+
+def test_the_router_keeps_the_sides_apart_on_direct_calls(lanes, clock):
+    """Direct backend calls route by key and session; pointing a key across sides is refused."""
+    router = lanes.backend
+    public = _chat(lanes, DM, "public")
+    secret = _chat(lanes, SECRET, "secret")
+    assert router.capabilities() == router.persistent.capabilities()
+    assert "IncognitoRouter over" in repr(router)
+    entry = router.get_entry(SECRET_KEY)
+    with pytest.raises(IncognitoLaneError):
+        router.put_entry(attrs.evolve(entry, session_id=public), expected_revision=entry.revision)
+    assert router.end_session(secret, "host_reason", at=clock.now()).is_ended
+    assert not router.reopen_session(secret).is_ended
+    record = attrs.evolve(router.get_session(secret), id="20260512_010000_0badc0de", title=None)
+    router.create_session(record)
+    assert router.overlay.get_session(record.id) is not None
+    assert router.persistent.get_session(record.id) is None
+    assert router.delete_messages(secret, [1]) == 1
+    assert len(router.replace_messages(secret, [user("only")])) == 1
+    with pytest.raises(AttributeError):
+        router._not_forwarded  # noqa: B018  # private names are never forwarded
+
+
+def test_a_store_without_lanes_has_no_incognito_key(tmp_path):
+    """Without a policy nothing is incognito and the backend is the one passed in."""
+    with SessionStore.open(tmp_path, "memory") as store:
+        assert not store.is_incognito(store.key_for(SECRET))
+        assert not isinstance(store.backend, IncognitoRouter)
