@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from store_scenarios import DM, THREAD_ALICE, reply, user, with_policy
 
 from hermes_sessions import (
@@ -21,6 +23,7 @@ from hermes_sessions import (
     Message,
     ResetPolicy,
     SessionNotFoundError,
+    SessionQuery,
     SessionSource,
     SessionStore,
     StateScope,
@@ -28,6 +31,7 @@ from hermes_sessions import (
     Visibility,
 )
 from hermes_sessions.aio import handle_memory_async
+from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.memory import MemoryStore
 from hermes_sessions.protocols import EntryWrite, RotationPlan, SupportsReindex, SupportsScrub
 from hermes_sessions.store import IncognitoRouter
@@ -405,3 +409,45 @@ def test_a_store_without_lanes_has_no_incognito_key(tmp_path):
     with SessionStore.open(tmp_path, "memory") as store:
         assert not store.is_incognito(store.key_for(SECRET))
         assert not isinstance(store.backend, IncognitoRouter)
+
+
+OPERATIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["chat", "new", "branch", "compress", "title"]),
+        st.booleans(),  # True: in the incognito lane
+        st.text(alphabet="ab隐身 ", min_size=1, max_size=6),
+    ),
+    max_size=12,
+)
+
+
+@settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@given(OPERATIONS)
+def test_no_sequence_of_commands_carries_an_incognito_lane_to_the_persistent_side(operations):
+    """Whatever runs in which lane, nothing of the incognito lane reaches the persistent side."""
+    store = SessionStore(InMemoryBackend(), incognito=IncognitoPolicy(keys=[SECRET_KEY]))
+    for number, (command, hidden, text) in enumerate(operations):
+        source = SECRET if hidden else DM
+        key = store.key_for(source)
+        if command == "chat":
+            store.append(store.get_or_create(source).session_id, user(f"zz {text}"))
+        elif command == "new":
+            store.reset(key, source=source)
+        elif command == "branch":
+            store.branch(key, source=source, title=f"b{number}")
+        elif command == "compress":
+            session_id = store.get_or_create(source).session_id
+            store.compress(session_id, [reply(f"s{text}")], holder="h")
+        else:
+            store.set_title(store.get_or_create(source).session_id, f"t{number} {text}")
+    persistent = store.backend.persistent
+    assert SECRET_KEY not in {entry.session_key for entry in persistent.entries()}
+    stored = persistent.list_sessions(SessionQuery(limit=None)).items
+    assert SECRET_KEY not in {summary.record.session_key for summary in stored}
+    public = Visibility.for_requester(store.key_for(DM), DM)
+    hits = store.search("zz", visible_to=public, limit=None)
+    assert all(hit.session.session_key != SECRET_KEY for hit in hits)
+    assert len(hits) >= sum(  # branches copy messages
+        1 for command, hidden, _text in operations if command == "chat" and not hidden
+    )
+    store.close()
