@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import pickle
 from pathlib import Path
@@ -19,6 +20,7 @@ from hermes_sessions.exceptions import (
     IncognitoLaneError,
     IncognitoMemoryError,
     IncompatibleStoreError,
+    InvalidArgumentError,
     InvalidIdError,
     InvalidKeyError,
     InvalidMemoryContentError,
@@ -96,6 +98,7 @@ INSTANCES = [
     (StateTooLargeError("lane|agent:main:cli:dm:1", 70_000, 65_536), ValueError),
     (CorruptRecordError("bad json", path="state.db", table="messages", row=17), ValueError),
     (InvalidValueError("Message.extra['x']", "is nan"), ValueError),
+    (InvalidArgumentError("undo needs n >= 1, got 0"), ValueError),
     (MessageTooLargeError(size=20, limit=10, index=1), ValueError),
     (SessionNotFoundError(session_id="abc"), LookupError),
     (SessionNotFoundError(key="agent:main:x:dm", hint="send a message first"), LookupError),
@@ -250,3 +253,31 @@ def test_corrupt_records_of_a_database_name_file_table_and_row():
     unplaced = CorruptRecordError("body is not JSON", table="messages", row=17)
     placed = unplaced.located("/data/state.db")
     assert (placed.path, placed.table, placed.row) == ("/data/state.db", "messages", 17)
+
+
+def _bare_raises(path: Path) -> list[str]:
+    """``raise ValueError(...)`` statements in ``path``, as ``file:line``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            func = node.exc.func
+            if isinstance(func, ast.Name) and func.id == "ValueError":
+                found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_no_module_raises_a_bare_value_error():
+    """Every refusal of a value is a library error: ``except HermesSessionsError`` catches it."""
+    package = Path(exceptions.__file__).parent
+    bare = [hit for path in sorted(package.rglob("*.py")) for hit in _bare_raises(path)]
+    assert bare == [], "raise InvalidArgumentError (or a closer subclass) instead"
+
+
+def test_a_bad_setting_is_a_library_error():
+    """Out-of-range settings raise InvalidArgumentError, which is still a ValueError."""
+    from hermes_sessions import ResetPolicy, SessionQuery  # noqa: PLC0415  # the subjects
+
+    with pytest.raises(InvalidArgumentError, match="idle_minutes"):
+        ResetPolicy(mode="idle", idle_minutes=0)
+    with pytest.raises(InvalidArgumentError, match="limit"):
+        SessionQuery(limit=0)

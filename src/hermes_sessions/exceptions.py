@@ -13,6 +13,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── CorruptRecordError         (ValueError)    stored data is damaged (file, line / table, row)
     ├── InvalidCursorError         (ValueError)    a pagination cursor was not made by us
     ├── InvalidValueError          (ValueError)    a value no backend can store (names the field)
+    ├── InvalidArgumentError       (ValueError)    an argument or setting out of range or unknown
     ├── MessageTooLargeError       (ValueError)    a message over ``max_message_bytes``
     ├── StateTooLargeError         (ValueError)    a state scope over 64 KiB
     ├── SessionNotFoundError       (LookupError)   no session or routing entry by id/key
@@ -60,6 +61,7 @@ __all__ = [
     "IncognitoLaneError",
     "IncognitoMemoryError",
     "IncompatibleStoreError",
+    "InvalidArgumentError",
     "InvalidCursorError",
     "InvalidIdError",
     "InvalidKeyError",
@@ -274,6 +276,17 @@ class InvalidCursorError(HermesSessionsError, ValueError):
             "invalid pagination cursor; pass the next_cursor of a previous page unchanged, "
             "or no cursor to start from the first page"
         )
+
+
+class InvalidArgumentError(HermesSessionsError, ValueError):
+    """An argument or a setting is out of range, or not one of its choices; nothing was done.
+
+    Raised at construction for configuration values (reset and retention policies, options,
+    query and window limits) and on the call for arguments (``undo(n=0)``), so a mistake shows
+    where it was made, never later. The message names the argument and what it accepts.
+
+    .. versionadded:: 0.1.0
+    """
 
 
 class InvalidValueError(HermesSessionsError, ValueError):

@@ -19,6 +19,7 @@ from hermes_sessions import (
     AsyncSessionStore,
     IncognitoLaneError,
     IncognitoPolicy,
+    InvalidArgumentError,
     KeyPolicy,
     Message,
     ResetPolicy,
@@ -261,7 +262,7 @@ def test_the_async_store_honours_incognito_lanes(tmp_path):
 
 def test_a_policy_takes_a_collection_of_keys():
     """One string is refused (it would be read as characters); any collection of keys works."""
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidArgumentError, match="pass"):
         IncognitoPolicy(keys=SECRET_KEY)
     assert IncognitoPolicy(keys=[SECRET_KEY, SECRET_KEY]).keys == frozenset({SECRET_KEY})
 

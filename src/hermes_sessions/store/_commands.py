@@ -15,6 +15,7 @@ import attrs
 
 from hermes_sessions.exceptions import (
     ConflictError,
+    InvalidArgumentError,
     SessionInUseError,
     SessionNotFoundError,
     TitleConflictError,
@@ -47,7 +48,7 @@ DEFAULT_BRANCH_TITLE = "branch"
 def _current(store: SessionStore, key: str, source: SessionSource | None) -> SessionEntry | None:
     """The key's entry; ``None`` on first contact with a ``source``; else not found."""
     if source is not None and store.key_for(source) != key:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"source= builds the key {store.key_for(source)!r}, not {key!r}; pass the source of "
             "the message that carried the command"
         )
@@ -276,16 +277,26 @@ def compress(
         parent = store.session(session_id)
         if parent.is_ended:
             raise ConflictError(session_id=session_id)
-        title = None
-        if parent.title is not None:
-            titles = _lane_titles(store, parent.session_key)
-            title = _titles.next_title(titles, parent.title, _titles.owner(parent))
+        titles = _lane_titles(store, parent.session_key)
         now = store.clock.now()
-        child = _rotations.compression_child(parent, now, title)
         prepared = [
             store.redact(_rotations.copy(stamped(m, timestamp=m.timestamp or now)))
             for m in messages
         ]
-        written = store.backend.apply(_rotations.compression_plan(parent, child, prepared, now))
+
+        for lost in range(_rotations.MAX_ATTEMPTS):
+            title = None
+            if parent.title is not None:
+                title = _titles.next_title(titles, parent.title, _titles.owner(parent))
+            child = _rotations.compression_child(parent, now, title)
+            try:
+                written = store.backend.apply(
+                    _rotations.compression_plan(parent, child, prepared, now)
+                )
+                break
+            except TitleConflictError:  # the next number was taken meanwhile: number again
+                if title is None or lost + 1 == _rotations.MAX_ATTEMPTS:
+                    raise
+                _rotations.back_off(lost)
     store._notify(_rotations.events(written, parent.id, "compression"))  # noqa: SLF001
     return store.session(child.id)

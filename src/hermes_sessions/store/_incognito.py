@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import attrs
 
 from hermes_sessions.closing import ClosesOnExit
-from hermes_sessions.exceptions import IncognitoLaneError
+from hermes_sessions.exceptions import IncognitoLaneError, InvalidArgumentError
 from hermes_sessions.models import SessionSource
 from hermes_sessions.protocols import Backend, SupportsCheck, SupportsReindex, SupportsScrub
 from hermes_sessions.queries import SessionPage, encode_cursor
@@ -43,7 +43,9 @@ __all__ = ["IncognitoPolicy", "IncognitoRouter", "is_incognito", "lane_side", "n
 
 def _keys(value: Iterable[str]) -> frozenset[str]:
     if isinstance(value, str):
-        raise TypeError("IncognitoPolicy keys must be a collection of session keys, not one string")
+        raise InvalidArgumentError(
+            f"IncognitoPolicy keys must be a collection of session keys; for one, pass [{value!r}]"
+        )
     return frozenset(value)
 
 

@@ -22,7 +22,7 @@ import attrs
 
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.closing import ClosesOnExit
-from hermes_sessions.exceptions import SessionNotFoundError
+from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.keys import KeyPolicy
 from hermes_sessions.models import (
@@ -450,7 +450,7 @@ class SessionStore(ClosesOnExit):
         """
         validate_session_id(session_id)
         if n < 1:
-            raise ValueError(f"undo needs n >= 1, got {n}")
+            raise InvalidArgumentError(f"undo needs n >= 1, got {n}")
         return _edits.undo(self.backend, session_id, n)
 
     def restore(self, session_id: str, messages: Sequence[Message | int]) -> int:
@@ -586,7 +586,7 @@ class SessionStore(ClosesOnExit):
         Their sessions, keys, messages, ids, names and user state go; then the files are scrubbed.
         """
         if not user_ids:
-            raise ValueError("erase_user needs at least one user id after the platform")
+            raise InvalidArgumentError("erase_user needs at least one user id after the platform")
         return _housekeeping.erase_user(
             self.backend, platform, user_ids, dry_run=dry_run, app_id=self.keys.namespace
         )
