@@ -17,6 +17,8 @@ from hermes_sessions.exceptions import (
     ConflictError,
     CorruptRecordError,
     HermesSessionsError,
+    IncognitoLaneError,
+    IncognitoMemoryError,
     IncompatibleStoreError,
     InvalidArgumentError,
     InvalidIdError,
@@ -85,6 +87,7 @@ REFUSALS = [
         ),
         RuntimeError,
     ),
+    (IncognitoMemoryError("agent:main:feishu:dm:ou_lin", target="user", action="add"), OSError),
 ]
 INSTANCES = [
     (InvalidKeyError("agent:x", "too short"), ValueError),
@@ -105,6 +108,7 @@ INSTANCES = [
     (BackendClosedError(), RuntimeError),
     (LeaseHeldError("compress:s1", "worker-2"), RuntimeError),
     (LockTimeoutError("/tmp/MEMORY.md.lock", 10.0), TimeoutError),
+    (IncognitoLaneError("rotate", "lanes stay apart"), PermissionError),
     (StorageError("disk I/O error"), OSError),
     (IncompatibleStoreError("state.db", found_version=9, supported_version=2), OSError),
     (
@@ -190,6 +194,7 @@ def test_codes_are_distinct():
         "no_match",
         "ambiguous_match",
         "drift",
+        "incognito",
     }
     assert MemoryRefusedError("x", target="memory", action="add").to_dict()["code"] == "refused"
 

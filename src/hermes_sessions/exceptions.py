@@ -23,6 +23,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── LeaseHeldError             (RuntimeError)  another holder leases the resource (compression)
     ├── BackendClosedError         (RuntimeError)  the backend was closed
     ├── LockTimeoutError           (TimeoutError)  a file or row lock was not acquired in time
+    ├── IncognitoLaneError         (PermissionError) the write would carry an incognito lane to disk
     ├── InvalidSourceError         (ValueError)    an import source is not what it should be
     ├── StorageError               (OSError)       the storage layer failed (wraps sqlite3, OS)
     │   └── IncompatibleStoreError                 the data was written by a newer version
@@ -34,6 +35,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
         ├── MemoryLimitError           (ValueError)    the change would pass the character limit
         ├── MemoryEntryNotFoundError   (LookupError)   no entry contains ``old_text``
         ├── AmbiguousMemoryMatchError  (LookupError)   several different entries contain it
+        ├── IncognitoMemoryError       (PermissionError) the call comes from an incognito lane
         └── MemoryDriftError           (RuntimeError)  the file was edited outside the store
 
 Errors carry structured attributes (``path``, ``line``, ``key``, ``session_id``, ...) so callers can
@@ -56,6 +58,8 @@ __all__ = [
     "ConflictError",
     "CorruptRecordError",
     "HermesSessionsError",
+    "IncognitoLaneError",
+    "IncognitoMemoryError",
     "IncompatibleStoreError",
     "InvalidArgumentError",
     "InvalidCursorError",
@@ -523,6 +527,25 @@ class LockTimeoutError(HermesSessionsError, TimeoutError):
         )
 
 
+class IncognitoLaneError(HermesSessionsError, PermissionError):
+    """The operation would carry an incognito lane's content into persisted storage, or across.
+
+    Incognito sessions live in memory only; a rotation between an incognito and a persisted lane
+    (resuming a persisted session from an incognito key, or the reverse) and a state change of an
+    incognito session that reaches app or user state are refused. Nothing was written.
+
+    Attributes:
+        action: What was refused (``"rotate"``, ``"change state"``, ...).
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, action: str, reason: str) -> None:
+        self.action = action
+        self.reason = reason
+        super().__init__(f"{action} refused for an incognito lane: {reason}")
+
+
 class InvalidSourceError(HermesSessionsError, ValueError):
     """An import source is not what it should be: not a Hermes home, not a bundle, a bad header.
 
@@ -827,6 +850,30 @@ class AmbiguousMemoryMatchError(MemoryRefusedError, LookupError):
     def details(self) -> dict[str, Any]:
         """The text that was looked for and a preview of each matching entry."""
         return {"old_text": self.old_text, "matches": list(self.previews)}
+
+
+class IncognitoMemoryError(MemoryRefusedError, PermissionError):
+    """The ``memory`` tool was called from an incognito lane: memory outlives the chat.
+
+    Memory files are injected into every future conversation, so a "don't remember this" chat
+    must not write them. The model is told to keep the fact for this conversation only.
+
+    Attributes:
+        key: The incognito session key the call came from.
+
+    .. versionadded:: 0.1.0
+    """
+
+    code: ClassVar[str] = "incognito"
+
+    def __init__(self, key: str, *, target: str, action: str) -> None:
+        self.key = key
+        super().__init__(
+            f"{action} refused: this conversation is incognito ({key}), so nothing from it may "
+            "be saved to long-term memory; keep the fact for this conversation only",
+            target=target,
+            action=action,
+        )
 
 
 class MemoryDriftError(MemoryRefusedError, RuntimeError):

@@ -30,13 +30,8 @@ import attrs
 from hermes_sessions.aio._maintenance import run_schedule
 from hermes_sessions.aio._ownership import KeyLocks
 from hermes_sessions.exceptions import InvalidArgumentError
-from hermes_sessions.models import (
-    SessionEntry,
-)
-from hermes_sessions.store import (
-    SessionLookup,
-    SessionStore,
-)
+from hermes_sessions.models import SessionEntry
+from hermes_sessions.store import SessionLookup, SessionStore
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
@@ -242,6 +237,10 @@ class AsyncSessionStore:
     def key_for(self, source: SessionSource) -> str:
         """The session key of ``source`` (no I/O, so not a coroutine)."""
         return self.store.key_for(source)
+
+    def is_incognito(self, key_or_session_id: str) -> bool:
+        """:meth:`SessionStore.is_incognito` (memory only, so not a coroutine)."""
+        return self.store.is_incognito(key_or_session_id)
 
     @contextlib.asynccontextmanager
     async def lock(self, key: str) -> AsyncIterator[None]:
