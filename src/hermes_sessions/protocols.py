@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import attrs
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
 
 if TYPE_CHECKING:
@@ -176,13 +177,13 @@ class RotationPlan:
 
     def __attrs_post_init__(self) -> None:
         if self.copy_state_from is not None and self.create is None:
-            raise ValueError("RotationPlan.copy_state_from needs a session to create")
+            raise InvalidArgumentError("RotationPlan.copy_state_from needs a session to create")
         if self.copy_messages_from is not None and self.create is None:
-            raise ValueError("RotationPlan.copy_messages_from needs a session to create")
+            raise InvalidArgumentError("RotationPlan.copy_messages_from needs a session to create")
         written = {write.entry.session_key for write in self.entries}
         both = sorted(written.intersection(key for key, _ in self.delete))
         if both:
-            raise ValueError(f"RotationPlan deletes and writes the same keys {both}")
+            raise InvalidArgumentError(f"RotationPlan deletes and writes the same keys {both}")
 
 
 # -- the two layers --------------------------------------------------------------------------------

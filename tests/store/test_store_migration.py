@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from hermes_sessions import (
     ConflictError,
-    InvalidValueError,
+    IncognitoPolicy,
+    InvalidArgumentError,
     KeyMigrationReport,
     KeyPolicy,
     Message,
@@ -207,6 +208,17 @@ def test_a_sender_the_key_never_named_is_not_guessed(store, clock):
     assert store.entry(key).session_id == "s1"
 
 
+def test_a_key_moving_onto_an_incognito_lane_stays(clock):
+    """A persisted lane is never moved into an incognito one (kept in memory only): reported."""
+    renamed = KeyPolicy(namespace="work")
+    policy = IncognitoPolicy(keys=[renamed.build(TG)])
+    with SessionStore(InMemoryBackend(), clock=clock, incognito=policy) as store:
+        talk(store, TG, "hi")
+        report = store.migrate_keys(store.keys, renamed, dry_run=False)
+        assert [s.reason for s in report.skipped] == ["incognito"]
+        assert store.entry(store.keys.build(TG)).origin == TG
+
+
 def test_keys_of_another_namespace_are_reported_and_left(store, clock):
     """A key outside the old policy's namespace belongs to another profile: it stays."""
     bare_entry(store.backend, "agent:other:feishu:group:oc_team:ou_lin", "s1", clock)
@@ -333,7 +345,7 @@ def test_conflicts_that_never_stop_are_raised(clock):
 
 def test_an_unknown_collision_rule_is_refused(store):
     """``collisions`` is 'merge' or 'refuse'; anything else says so."""
-    with pytest.raises(InvalidValueError, match="merge"):
+    with pytest.raises(InvalidArgumentError, match="merge"):
         store.migrate_keys(store.keys, SHARED, collisions="pick")  # type: ignore[arg-type]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.paths import default_home
 
 if TYPE_CHECKING:
@@ -56,7 +57,9 @@ def open_backend(kind: str, home: Path | None = None, *, dsn: str | None = None)
         from hermes_sessions.backends.jsonl import JSONLBackend  # noqa: PLC0415  # loaded on use
 
         return JSONLBackend(home if home is not None else default_home())
-    raise ValueError(f"unknown backend {kind!r}; choose 'sqlite', 'jsonl', 'memory' or 'postgres'")
+    raise InvalidArgumentError(
+        f"unknown backend {kind!r}; choose 'sqlite', 'jsonl', 'memory' or 'postgres'"
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -4,14 +4,15 @@
 it: ``_rotations`` (rotation plans, the reset policy, the compression lease), ``_lineage``
 (lineage, the compression tip, the branch marker), ``_targets`` (resume targets), ``_titles``,
 ``_edits`` (rewinds, recalls and edits), ``_views`` (listings, grouped search, context),
-``_retention`` (the retention engine), ``_migration`` (key migration) and ``_housekeeping``
-(prune, erase, rebuilding routing).
-This package re-exports the public names.
+``_retention`` (the retention engine), ``_incognito`` (lanes kept in memory only),
+``_migration`` (key migration) and ``_housekeeping`` (prune, erase, rebuilding routing). This
+package re-exports the public names.
 """
 
 from __future__ import annotations
 
 from hermes_sessions.store._housekeeping import EraseReport, PruneReport
+from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
 from hermes_sessions.store._lineage import Lineage, LineageLink
 from hermes_sessions.store._migration import (
     KEY_MERGED,
@@ -36,6 +37,8 @@ __all__ = [
     "AnchoredView",
     "Collisions",
     "EraseReport",
+    "IncognitoPolicy",
+    "IncognitoRouter",
     "KeyMerge",
     "KeyMigrationReport",
     "KeyMove",

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 import attrs
 
-from hermes_sessions.exceptions import ConflictError, InvalidValueError
+from hermes_sessions.exceptions import ConflictError, InvalidArgumentError
 from hermes_sessions.keys import KeyPolicy
 from hermes_sessions.legacy_keys import read_session_key
 from hermes_sessions.models import SessionEntry, SessionRecord, SessionSource
@@ -61,7 +61,7 @@ Collisions: TypeAlias = Literal["merge", "refuse"]
 .. versionadded:: 0.1.0
 """
 
-SkipReason: TypeAlias = Literal["no_origin", "foreign", "collision", "unrouted"]
+SkipReason: TypeAlias = Literal["no_origin", "foreign", "collision", "unrouted", "incognito"]
 """Why a key was left where it is (see :class:`KeySkip`).
 
 .. versionadded:: 0.1.0
@@ -106,6 +106,7 @@ class KeySkip:
     source. ``foreign``: the key belongs to another namespace than the old policy's.
     ``collision``: it collides with others and ``collisions="refuse"``. ``unrouted``: records
     of a lane with no entry whose key does not read back (``session_id`` is one of them).
+    ``incognito``: the new key is an incognito lane's, which is never persisted.
 
     .. versionadded:: 0.1.0
     """
@@ -167,6 +168,7 @@ class _Planner:
     new: KeyPolicy
     remap: Callable[[SessionSource], SessionSource]
     collisions: Collisions
+    incognito: Callable[[str], bool]
     skipped: list[KeySkip] = attrs.Factory(list)
     unchanged: int = 0
 
@@ -189,6 +191,14 @@ class _Planner:
 
     def target(self, entry: SessionEntry) -> _Target | None:
         """Where ``entry`` goes; ``None`` if it stays (unchanged, or reported as skipped)."""
+        target = self._target(entry)
+        if target is not None and self.incognito(target.new_key):
+            detail = f"{target.new_key} is an incognito lane (kept in memory only)"
+            self.skipped.append(KeySkip(entry.session_key, entry.session_id, "incognito", detail))
+            return None
+        return target
+
+    def _target(self, entry: SessionEntry) -> _Target | None:
         key = entry.session_key
         origin = entry.origin
         if origin is not None and self._built(origin) == key:
@@ -238,6 +248,10 @@ class _Planner:
             self.skipped.append(KeySkip(key, record.id, "unrouted", problem))
             return None
         new_key = self._built(source)
+        if self.incognito(new_key):
+            detail = f"{new_key} is an incognito lane (kept in memory only)"
+            self.skipped.append(KeySkip(key, record.id, "incognito", detail))
+            return None
         return None if new_key == key else new_key
 
 
@@ -419,10 +433,12 @@ def migrate_keys(
     .. versionadded:: 0.1.0
     """
     if collisions not in ("merge", "refuse"):
-        raise InvalidValueError("collisions", f"must be 'merge' or 'refuse', got {collisions!r}")
+        raise InvalidArgumentError(f"collisions must be 'merge' or 'refuse', got {collisions!r}")
     attempt = 1
     while True:
-        planner = _Planner(old_policy, new_policy, remap or _same, collisions)
+        planner = _Planner(
+            old_policy, new_policy, remap or _same, collisions, incognito=store.is_incognito
+        )
         report, plan = plan_pass(store.backend, planner, dry_run=dry_run, now=store.clock.now())
         if dry_run or plan is None:
             return report

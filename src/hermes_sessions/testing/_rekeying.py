@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from hermes_sessions.exceptions import ConflictError, SessionNotFoundError
+from hermes_sessions.exceptions import ConflictError, InvalidArgumentError, SessionNotFoundError
 from hermes_sessions.protocols import Backend, EntryWrite, RotationPlan
 from hermes_sessions.testing._support import T0, ContractBase, entry_for, minutes, say, seed
 
@@ -122,7 +122,7 @@ class KeyRewriteContract(ContractBase):
 
     def test_a_plan_may_not_delete_and_write_one_key(self) -> None:
         """Deleting and writing the same key in one plan is refused when the plan is made."""
-        with pytest.raises(ValueError, match="same keys"):
+        with pytest.raises(InvalidArgumentError, match="same keys"):
             RotationPlan(
                 at=T0,
                 delete=[(OLD, 1)],
