@@ -133,9 +133,19 @@ def commits_per_turn(path: Path, keys: int, turns: int, seed: int) -> float:
 
 
 def raw_turns(
-    path: Path, keys: int, turns: int, seed: int, *, checked: bool = False, stateful: bool = False
+    path: Path,
+    keys: int,
+    turns: int,
+    seed: int,
+    *,
+    checked: bool = False,
+    stateful: bool = False,
+    batch: int = 1,
 ) -> float:
     """Turns per second of a raw sqlite3 loop storing the same data with the same commits.
+
+    ``batch``: turns per transaction (1: one commit per turn, like the store without company;
+    more: the ideal a group commit approaches, used by ``concurrent_turns.py``).
 
     The same tables a turn needs (routing rows indexed by session, sessions with counters,
     messages with a JSON body and a unique platform id per session, and the same FTS5 index
@@ -194,7 +204,8 @@ def raw_turns(
                 "SELECT id FROM messages WHERE session_id = ? AND platform_id = ?",
                 (session_id, prepared[n][0][1]),
             ).fetchone()
-        connection.execute("BEGIN IMMEDIATE")
+        if n % batch == 0:
+            connection.execute("BEGIN IMMEDIATE")
         for role, platform_id, body, tokens in prepared[n]:
             cursor = connection.execute(
                 "INSERT INTO messages (session_id, role, timestamp, platform_id, body) "
@@ -215,7 +226,8 @@ def raw_turns(
         )
         if stateful:
             _raw_state(connection, session_id, n)
-        connection.execute("COMMIT")
+        if (n + 1) % batch == 0 or n + 1 == len(picks):
+            connection.execute("COMMIT")
     elapsed = time.perf_counter() - start
     connection.close()
     return turns / elapsed

@@ -6,7 +6,8 @@ through SQLite's own locks: every write is ``BEGIN IMMEDIATE`` … ``COMMIT``; a
 stays busy longer than the busy timeout is rolled back and retried after a jittered, doubling
 pause, and when the retries run out the caller gets ``LockTimeoutError``, never
 "database is locked". After a commit that leaves the write-ahead log above ``wal_size_limit``
-the writer checkpoints and truncates it.
+the writer checkpoints and truncates it. With ``group_commit`` (the default), writes that queue
+while a commit is in flight are committed together in the next transaction (see ``_group``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 import attrs
 
 from hermes_sessions import crashpoints
+from hermes_sessions.backends.sqlite._group import GroupCommit, Member, run_batch
 from hermes_sessions.exceptions import BackendClosedError, LockTimeoutError, StorageError
 from hermes_sessions.files import make_private_dir
 from hermes_sessions.options import Durability  # attrs reads the annotation
@@ -74,11 +76,17 @@ class Connections:
     retries: int
     wal_size_limit: int | None
     secure_delete: bool
+    group_commit: bool = True
     _closed: bool = attrs.field(default=False, init=False)
     _local: threading.local = attrs.field(factory=threading.local, init=False)
     _connections: weakref.WeakSet[_Connection] = attrs.field(factory=weakref.WeakSet, init=False)
     _registry_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _write_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+    _group: GroupCommit | None = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.group_commit:
+            self._group = GroupCommit(self._commit_batch)
 
     @property
     def closed(self) -> bool:
@@ -170,6 +178,8 @@ class Connections:
     ) -> R:
         """Run ``work`` in a transaction, retrying with jittered backoff while the db is busy."""
         if write:
+            if self._group is not None:
+                return self._group.submit(work)
             with self._write_lock:
                 return self._attempts(work, "BEGIN IMMEDIATE")
         return self._attempts(work, "BEGIN" if transaction else None)
@@ -204,6 +214,11 @@ class Connections:
                 self._after_commit(connection)
             return result
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _commit_batch(self, batch: list[Member[object]]) -> None:
+        """Commit a group-commit batch in one write transaction (retried while busy)."""
+        with self._write_lock:
+            self._attempts(lambda connection: run_batch(connection, batch), "BEGIN IMMEDIATE")
 
     def run_alone(self, work: Callable[[sqlite3.Connection], R]) -> R:
         """Run ``work`` outside a transaction with the write lock held (for ``VACUUM``)."""
