@@ -111,11 +111,6 @@ def thread_turns(path: Path, threads: int, turns: int, run: str, *, group: bool)
     return threads * per_thread / elapsed
 
 
-def median_of(rounds: int, measure: Callable[[int], float]) -> float:
-    """The median of ``rounds`` measurements (``measure(round)``)."""
-    return statistics.median(measure(r) for r in range(rounds))
-
-
 def _sqlite_opener(path: Path, *, group: bool) -> Callable[[], SessionStore]:
     def open_store() -> SessionStore:
         backend = SQLiteBackend(path, durability="full", group_commit=group)
@@ -124,54 +119,69 @@ def _sqlite_opener(path: Path, *, group: bool) -> Callable[[], SessionStore]:
     return open_store
 
 
-def measure_sqlite(scratch: Path, args: argparse.Namespace, concurrencies: tuple[int, ...]) -> None:
-    """Every SQLite figure and the targets' ratios."""
-    keys = max(*concurrencies, 8)
+def sqlite_round(
+    scratch: Path, keys: int, turns: int, round_: int, concurrencies: tuple[int, ...]
+) -> dict[str, float]:
+    """One round of every SQLite figure, measured back to back (the machine's noise hits all)."""
     db = scratch / "state.db"
-    build(db, keys)
-    turns, rounds = args.turns, args.rounds
-    raw_one = median_of(
-        rounds, lambda r: raw_turns(scratch / f"raw{r}.db", keys, turns, r, checked=True)
-    )
-    raw_64 = median_of(
-        rounds,
-        lambda r: raw_turns(scratch / f"raw64-{r}.db", keys, turns, r, checked=True, batch=64),
-    )
-    print(f"raw sqlite3, one commit per turn:   {raw_one:8,.0f} turns/s")
-    print(f"raw sqlite3, 64 turns per commit:   {raw_64:8,.0f} turns/s")
-    results: dict[int, tuple[float, float]] = {}
+    rates = {
+        "raw 1": raw_turns(scratch / f"raw{round_}.db", keys, turns, round_, checked=True),
+        "raw 64": raw_turns(
+            scratch / f"raw64-{round_}.db", keys, turns, round_, checked=True, batch=64
+        ),
+    }
     for chats in concurrencies:
-        batched = median_of(
-            rounds,
-            lambda r, c=chats: async_turns(_sqlite_opener(db, group=True), c, turns, f"g{c}-{r}"),
-        )
-        single = median_of(
-            rounds,
-            lambda r, c=chats: async_turns(_sqlite_opener(db, group=False), c, turns, f"s{c}-{r}"),
-        )
-        results[chats] = (batched, single)
+        for group in (True, False):
+            run = f"{'g' if group else 's'}{chats}-{round_}"
+            opener = _sqlite_opener(db, group=group)
+            rates[f"async {chats} {group}"] = async_turns(opener, chats, turns, run)
+    for group in (True, False):
+        run = f"{'t' if group else 'u'}-{round_}"
+        rates[f"threads {group}"] = thread_turns(db, 8, turns, run, group=group)
+    return rates
+
+
+def measure_sqlite(scratch: Path, args: argparse.Namespace, concurrencies: tuple[int, ...]) -> None:
+    """Every SQLite figure and the targets' ratios: medians of the rounds, ratios per round."""
+    keys = max(*concurrencies, 8)
+    build(scratch / "state.db", keys)
+    rounds = [sqlite_round(scratch, keys, args.turns, r, concurrencies) for r in range(args.rounds)]
+
+    def rate(name: str) -> float:
+        return statistics.median(each[name] for each in rounds)
+
+    def ratio(name: str, base: str) -> float:
+        return statistics.median(each[name] / each[base] for each in rounds)
+
+    print(f"medians of {args.rounds} rounds; ratios are medians of each round's ratio")
+    print(f"raw sqlite3, one commit per turn:   {rate('raw 1'):8,.0f} turns/s")
+    print(f"raw sqlite3, 64 turns per commit:   {rate('raw 64'):8,.0f} turns/s")
+    for chats in concurrencies:
+        on, off = f"async {chats} True", f"async {chats} False"
         print(
-            f"AsyncSessionStore, {chats:>3} chats: group commit {batched:8,.0f} turns/s, "
-            f"without {single:8,.0f}; {batched / single:5.2f}x unbatched, "
-            f"{batched / raw_one:5.2f}x raw one-commit, {batched / raw_64:5.2f}x raw 64-batched"
+            f"AsyncSessionStore, {chats:>3} chats: group commit {rate(on):8,.0f} turns/s, "
+            f"without {rate(off):8,.0f}; {ratio(on, off):5.2f}x unbatched, "
+            f"{ratio(on, 'raw 1'):5.2f}x raw one-commit, {ratio(on, 'raw 64'):5.2f}x raw 64-batched"
         )
-    threads_on = median_of(rounds, lambda r: thread_turns(db, 8, turns, f"t{r}", group=True))
-    threads_off = median_of(rounds, lambda r: thread_turns(db, 8, turns, f"u{r}", group=False))
     print(
-        f"SessionStore, 8 threads: group commit {threads_on:8,.0f} turns/s, without "
-        f"{threads_off:8,.0f}; {threads_on / threads_off:5.2f}x unbatched, "
-        f"{threads_on / raw_one:5.2f}x raw one-commit"
+        f"SessionStore, 8 threads: group commit {rate('threads True'):8,.0f} turns/s, without "
+        f"{rate('threads False'):8,.0f}; {ratio('threads True', 'threads False'):5.2f}x "
+        f"unbatched, {ratio('threads True', 'raw 1'):5.2f}x raw one-commit"
     )
-    if 64 in results:
-        batched, single = results[64]
+    if 64 in concurrencies:
         checks = (
-            ("2x the raw one-commit loop", batched / raw_one, 2.0),
-            ("3x the store's unbatched rate", batched / single, 3.0),
-            ("0.5x the raw 64-batched loop", batched / raw_64, 0.5),
+            ("2x the raw one-commit loop", ratio("async 64 True", "raw 1"), 2.0),
+            ("3x the store's unbatched rate", ratio("async 64 True", "async 64 False"), 3.0),
+            ("0.5x the raw 64-batched loop", ratio("async 64 True", "raw 64"), 0.5),
         )
-        for name, ratio, target in checks:
-            verdict = "met" if ratio >= target else "MISSED"
-            print(f"target at 64 chats, {name}: {ratio:.2f} (>= {target}): {verdict}")
+        for name, value, target in checks:
+            verdict = "met" if value >= target else "MISSED"
+            print(f"target at 64 chats, {name}: {value:.2f} (>= {target}): {verdict}")
+
+
+def median_of(rounds: int, measure: Callable[[int], float]) -> float:
+    """The median of ``rounds`` measurements (``measure(round)``)."""
+    return statistics.median(measure(r) for r in range(rounds))
 
 
 def measure_postgres(dsn: str, args: argparse.Namespace, concurrencies: tuple[int, ...]) -> None:
@@ -185,7 +195,6 @@ def measure_postgres(dsn: str, args: argparse.Namespace, concurrencies: tuple[in
         return
     schema = f"bench_concurrent_{secrets.token_hex(4)}"
     with psycopg.connect(dsn, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
         settings = {
             name: admin.execute(f"SHOW {name}").fetchone()[0]  # type: ignore[index]
             for name in ("commit_delay", "commit_siblings", "synchronous_commit")

@@ -100,9 +100,9 @@ class GroupCommit:
         with self._mutex:
             if self._busy:
                 self._queue.append(member)  # type: ignore[arg-type]  # results stay per member
-                self._mutex.notify_all()
             else:
                 self._busy = member.leads = True
+            self._mutex.notify_all()  # for wait_queued
         if not member.leads:
             member.done.wait()
             if not member.leads:
