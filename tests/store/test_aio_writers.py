@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from hermes_sessions import Message, ResetPolicies, ResetPolicy, SessionSource, SessionStore
@@ -86,16 +85,19 @@ def test_a_given_executor_runs_the_writes_too(tmp_path):
 
 
 def test_the_write_pool_stops_with_the_store(tmp_path):
-    """After ``aclose`` no write thread of the store is left running."""
+    """After ``aclose`` the threads of the store's write pool end."""
 
-    async def scenario() -> None:
+    async def scenario() -> set:
         async with AsyncSessionStore(SessionStore(SQLiteBackend(tmp_path / "state.db"))) as astore:
             lookup = await astore.get_or_create(_chat(1))
             await astore.append(lookup.session_id, Message(role="user", content="hi"))
-            assert any(t.name.startswith("hermes-sessions-write") for t in threading.enumerate())
+            pool = astore._writes._pool
+            assert pool is not None
+        assert astore._writes._pool is None
+        return set(pool._threads)
 
-    asyncio.run(scenario())
-    for thread in threading.enumerate():
-        if thread.name.startswith("hermes-sessions-write"):
-            thread.join(WAIT)
-    assert not any(t.name.startswith("hermes-sessions-write") for t in threading.enumerate())
+    threads = asyncio.run(scenario())
+    assert threads
+    for thread in threads:
+        thread.join(WAIT)
+    assert not any(thread.is_alive() for thread in threads)
