@@ -83,6 +83,7 @@ class Connections:
     _registry_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _write_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _group: GroupCommit | None = attrs.field(default=None, init=False)
+    _writer: _Connection | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         if self.group_commit:
@@ -94,7 +95,7 @@ class Connections:
         return self._closed
 
     def __len__(self) -> int:
-        """How many connections this process has open on the file (one per thread that used it)."""
+        """Connections this process has open on the file: one per thread that read, one writer."""
         with self._registry_lock:
             return len(self._connections)
 
@@ -133,6 +134,28 @@ class Connections:
                 return connection
             # In a forked child (tested; coverage data is not saved there).
             _INHERITED.append(connection)  # pragma: no cover
+        connection = self._connect()
+        local.connection = connection
+        return connection
+
+    def writer(self) -> sqlite3.Connection:
+        """The connection every write of this process runs on (only with the write lock held).
+
+        One connection for all writing threads keeps its page cache valid from one write to
+        the next (a connection's cache is dropped when another connection changed the file), so
+        a write on a thread that last wrote long ago does not read its pages again.
+        """
+        if self._closed:
+            raise BackendClosedError(f"SQLite backend on {self.path}")
+        connection = self._writer
+        if connection is not None:
+            if connection.pid == os.getpid():
+                return connection
+            _INHERITED.append(connection)  # pragma: no cover  # in a forked child
+        connection = self._writer = self._connect()
+        return connection
+
+    def _connect(self) -> _Connection:
         connection = sqlite3.connect(
             self.path,
             timeout=self.busy_timeout,
@@ -147,7 +170,6 @@ class Connections:
             connection.close()
             raise
         connection.pid = os.getpid()
-        local.connection = connection
         with self._registry_lock:
             self._connections.add(connection)
         return connection
@@ -188,7 +210,7 @@ class Connections:
         started = time.monotonic()
         for attempt in range(self.retries + 1):
             try:
-                connection = self.connection()
+                connection = self.connection() if begin in (None, "BEGIN") else self.writer()
                 if begin is None:
                     return work(connection)
                 connection.execute(begin)
@@ -233,7 +255,7 @@ class Connections:
         """
         mode = "TRUNCATE" if truncate else "PASSIVE"
         with self._write_lock:
-            return self._checkpoint(self.connection(), mode, wait_ms=int(self.busy_timeout * 1000))
+            return self._checkpoint(self.writer(), mode, wait_ms=int(self.busy_timeout * 1000))
 
     def _after_commit(self, connection: sqlite3.Connection) -> None:
         """Checkpoint and truncate the WAL once it passes ``wal_size_limit``."""
@@ -258,6 +280,7 @@ class Connections:
         with self._write_lock, self._registry_lock:
             connections = list(self._connections)
             self._connections.clear()
+            self._writer = None
         for connection in connections:
             if connection.pid == os.getpid():
                 connection.close()
