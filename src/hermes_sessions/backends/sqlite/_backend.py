@@ -344,9 +344,7 @@ class SQLiteBackend(ClosesOnExit):
                 state=state,
             )
             if usage is not None and not stored.duplicate:
-                sessions_sql.update_fields(
-                    connection, session_id, usage.values(), usage.increments()
-                )
+                sessions_sql.add_usage(connection, session_id, usage)
             if touch_at is not None and not stored.duplicate:
                 entries_sql.touch_session(connection, session_id, touch_at)
             return stored
