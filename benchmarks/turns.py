@@ -14,9 +14,9 @@ verifies by counting the ``COMMIT`` statements SQLite sees; its raw loop also up
 state rows in its transaction.
 
 Run ``python benchmarks/turns.py`` (1,000, 10,000 and 100,000 keys; several minutes, most of it
-spent creating the keys) or ``--quick`` for a smoke run. Targets (DESIGN §11): at least 1,000
-turns/s at 100,000 keys with ``full`` durability, flat as keys grow, and at least half the raw
-loop's rate.
+spent creating the keys) or ``--quick`` for a smoke run. Targets (DESIGN §11, issue 21): at least
+1,000 turns/s at 100,000 keys with ``full`` durability, flat as keys grow, and at least 0.7 of the
+raw loop's rate, for the checked turn too. ``concurrent_turns.py`` measures many chats at once.
 """
 
 from __future__ import annotations
@@ -268,7 +268,7 @@ def main() -> None:
             rates[keys] = ours
             print(
                 f"{keys:>7,} keys: {ours:7,.0f} turns/s through the store; raw sqlite3 loop "
-                f"{raw:7,.0f} turns/s; ratio {ours / raw:.2f} (target >= 0.5); "
+                f"{raw:7,.0f} turns/s; ratio {ours / raw:.2f} (target >= 0.7); "
                 f"built in {built:.1f} s"
             )
             db = folder / "state.db"
@@ -281,7 +281,7 @@ def main() -> None:
             )
             print(
                 f"{keys:>7,} keys, checked (seen + append with usage): {ours_c:7,.0f} turns/s; raw "
-                f"{raw_c:7,.0f}; ratio {ours_c / raw_c:.2f}; cost of the check "
+                f"{raw_c:7,.0f}; ratio {ours_c / raw_c:.2f} (target >= 0.7); cost of the check "
                 f"{ours_c / ours:.2f}x the unchecked rate"
             )
             ours_s = max(
