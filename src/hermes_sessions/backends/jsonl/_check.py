@@ -43,6 +43,7 @@ def storage_problems(directory: Path, *, lock_timeout: float) -> list[CheckProbl
         sync_writes=False,
         lock_timeout=lock_timeout,
         compact_threshold=_NEVER_COMPACT,
+        use_summaries=False,  # read every session file: check the summaries against them
     )
     looker = LineChecker(engine, directory / BACKUPS / "unused", dry_run=True)
     problems: list[CheckProblem] = []
