@@ -388,10 +388,15 @@ class State:
         """Build the search index over every message (each file is read once)."""
         if self.searching:
             return
-        for session_id in list(self.sessions):
-            if session_id in self.sessions:
-                self.transcript(session_id)
-        self.searching = True
+        self.searching = True  # no transcript is dropped from here on
+        try:
+            for session_id in list(self.sessions):
+                if session_id in self.sessions:
+                    self.transcript(session_id)
+        except BaseException:
+            self.searching = False
+            self.trim()
+            raise
         for cached in self.sessions.values():
             assert cached.loaded is not None  # noqa: S101  # read just above
             for message in cached.loaded.messages.values():
