@@ -10,11 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from jsonl_helpers import json_lines, session_file, signed
+from jsonl_helpers import edit_lines, json_lines, session_file, signed
 
 import hermes_sessions
 from hermes_sessions.backends import JSONLBackend
 from hermes_sessions.backends.jsonl import _cache, _engine, _verify
+from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.queries import SearchQuery, SessionQuery
 from hermes_sessions.testing._support import say, seed
 
@@ -179,3 +180,19 @@ def test_another_process_sees_writes_to_sessions_it_dropped(directory):
         ]
         assert backend.get_session("s0").message_count == 2
     assert json.loads(session_file(directory, "s0").read_bytes().splitlines()[-1])["tx"] > 0
+
+
+def test_a_summary_that_does_not_match_its_file_is_found_and_repaired(directory):
+    """A re-signed edit of a summary: check() reports it, reading the file refuses, repair fixes."""
+    populate(directory, 2)
+    edit_lines(directory / "routing.jsonl", b'"message_count":1', b'"message_count":7')
+    with JSONLBackend(directory) as backend:
+        assert backend.get_session("s1").message_count == 7  # served from the summary
+        problems = backend.check().problems
+        assert any("summary" in problem.detail for problem in problems)
+        with pytest.raises(CorruptRecordError, match="summary"):
+            backend.get_messages("s1")
+    JSONLBackend.repair(directory)
+    with JSONLBackend(directory) as backend:
+        assert backend.get_session("s1").message_count == 1
+        assert backend.check().ok
