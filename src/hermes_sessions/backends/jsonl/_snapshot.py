@@ -16,11 +16,11 @@ file) makes the reader read that file once.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, BinaryIO, Final, TypeAlias
 
 import attrs
 
-from hermes_sessions.backends.jsonl._lines import read_chunk, require_checksums
+from hermes_sessions.backends.jsonl._lines import parse_line
 from hermes_sessions.backends.jsonl._session_records import (
     CHECKSUMS_SINCE,
     FORMAT_VERSION,
@@ -211,26 +211,32 @@ class Snapshot:
 
 
 EMPTY_SNAPSHOT: Final = Snapshot(0, [], {}, {})
+
+Parsed: TypeAlias = SnapshotHeader | SessionEntry | SnapshotLease | SnapshotSession | SnapshotState
+
+_UNSIGNED: Final = (
+    "%s, in a file whose every line carries one: it was added or changed by another program"
+)
 """What a directory that was never compacted starts from."""
 
 
 def read_snapshot(path: Path) -> Snapshot | None:
-    """Read a whole snapshot file (``None`` if there is none); refuse one that is incomplete."""
+    """Read a whole snapshot file (``None`` if there is none); refuse one that is incomplete.
+
+    The file is read line by line, each line decoded and dropped at once: opening a large
+    directory never holds the file's text and its objects at the same time.
+    """
     try:
-        chunk = read_chunk(path, offset=0, first_line=1)
+        file = path.open("rb")
     except FileNotFoundError:
         return None
-    parsed = [parse_snapshot_line(line.data, path=path, line=line.number) for line in chunk.lines]
-    header = parsed[0] if parsed else None
-    if not isinstance(header, SnapshotHeader):
-        raise CorruptRecordError("the snapshot starts with its header", path=path, line=1)
-    if header.format >= CHECKSUMS_SINCE:
-        require_checksums(chunk, path)
+    with file:
+        header, parsed, torn = _read_lines(file, path)
     entries = [p for p in parsed if isinstance(p, SessionEntry)]
     leases = {p.resource: (p.holder, p.until) for p in parsed if isinstance(p, SnapshotLease)}
     sessions = [p for p in parsed if isinstance(p, SnapshotSession)]
     scopes = {p.scope: p.value for p in parsed if isinstance(p, SnapshotState)}
-    if chunk.torn or (len(entries), len(leases), len(sessions), len(scopes)) != (
+    if torn or (len(entries), len(leases), len(sessions), len(scopes)) != (
         header.entries,
         header.leases,
         header.sessions,
@@ -241,3 +247,33 @@ def read_snapshot(path: Path) -> Snapshot | None:
     lines = {p.id: p.lines for p in sessions if p.lines is not None}
     summaries = {p.id: p.summary for p in sessions if p.summary is not None}
     return Snapshot(header.last_tx, entries, leases, versions, lines, scopes, summaries)
+
+
+def _read_lines(file: BinaryIO, path: Path) -> tuple[SnapshotHeader, list[Parsed], bool]:
+    """Every line of the snapshot decoded (checksums checked), and whether the last is torn."""
+    header: SnapshotHeader | None = None
+    parsed: list[Parsed] = []
+    for number, raw in enumerate(file, start=1):
+        if not raw.endswith(b"\n"):
+            return _started(header, path), parsed, True
+        body = raw[:-1]
+        if not body.strip():
+            if header is None or header.format >= CHECKSUMS_SINCE:
+                raise CorruptRecordError(_UNSIGNED % "an empty line", path=path, line=number)
+            continue
+        data, checked = parse_line(body, path=path, number=number)
+        item = parse_snapshot_line(data, path=path, line=number)
+        if header is None:
+            if not isinstance(item, SnapshotHeader):
+                raise CorruptRecordError("the snapshot starts with its header", path=path, line=1)
+            header = item
+        if header.format >= CHECKSUMS_SINCE and not checked:
+            raise CorruptRecordError(_UNSIGNED % "a line with no checksum", path=path, line=number)
+        parsed.append(item)
+    return _started(header, path), parsed, False
+
+
+def _started(header: SnapshotHeader | None, path: Path) -> SnapshotHeader:
+    if header is None:
+        raise CorruptRecordError("the snapshot starts with its header", path=path, line=1)
+    return header
