@@ -175,27 +175,35 @@ def _walk(
 def _hits(
     connection: sqlite3.Connection, scored: list[tuple[int, float]], parsed: text.Query
 ) -> list[SearchHit]:
-    """Load the messages and sessions of ``(message id, score)`` pairs and build the hits."""
+    """Load the messages of ``(message id, score)`` pairs, each session once, and build the hits.
+
+    Messages and sessions are read in two statements (in chunks of ids), so a session's row is
+    read and decoded once however many of its messages are hits; snippets are cut when read.
+    """
     rows: dict[int, Any] = {}
     ids = [message_id for message_id, _score in scored]
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start : start + CHUNK]
         params: list[Any] = []
-        sql = (
-            f"SELECT {MESSAGE_COLUMNS}, {SESSION_COLUMNS} FROM messages AS m "
-            "JOIN sessions AS s ON s.seq = m.session_seq WHERE " + in_list("m.id", chunk, params)
+        sql = f"SELECT {MESSAGE_COLUMNS}, m.session_seq FROM messages AS m WHERE " + in_list(
+            "m.id", chunk, params
         )
         for row in connection.execute(sql, params):
             rows[row[0]] = row
-    records: dict[str, SessionRecord] = {}
+    seqs = list(dict.fromkeys(row[-1] for row in rows.values()))
+    records: dict[int, SessionRecord] = {}
+    for start in range(0, len(seqs), CHUNK):
+        params = []
+        sql = f"SELECT s.seq, {SESSION_COLUMNS} FROM sessions AS s WHERE " + in_list(
+            "s.seq", seqs[start : start + CHUNK], params
+        )
+        for row in connection.execute(sql, params):
+            records[row[0]] = record_from_row(row[1:])
     hits = []
     for message_id, score in scored:
         row = rows[message_id]
-        session_id = row[3]
-        record = records.get(session_id)
-        if record is None:
-            record = records[session_id] = record_from_row(row[3:])
-        hits.append(make_hit(message_from_row(row, session_id), record, score, parsed))
+        record = records[row[-1]]
+        hits.append(make_hit(message_from_row(row, record.id), record, score, parsed))
     return hits
 
 
