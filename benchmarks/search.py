@@ -310,12 +310,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, help="corpus size (default 20,000)")
     parser.add_argument("--db", type=Path, help="database file to build or reuse")
     parser.add_argument("--repeats", type=int, help="timed runs per query (default 3, 1 quick)")
+    parser.add_argument("--queries", type=int, help="queries per class (default 25, 4 quick)")
     parser.add_argument(
         "--optimize", action="store_true", help="run optimize() before the queries and time it"
     )
     args = parser.parse_args()
     total = args.messages or (1_000_000 if args.full else 20_000)
-    per_class = 4 if args.quick else 25
+    per_class = args.queries or (4 if args.quick else 25)
     repeats = args.repeats or (1 if args.quick else 3)
     with tempfile.TemporaryDirectory() as scratch:
         path = args.db or Path(scratch) / "state.db"
