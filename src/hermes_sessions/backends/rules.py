@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
 import attrs
 
-from hermes_sessions import text
+from hermes_sessions.backends.hits import deferred_hit
 from hermes_sessions.exceptions import (
     ConflictError,
     CorruptRecordError,
@@ -23,7 +23,6 @@ from hermes_sessions.exceptions import (
     TitleConflictError,
 )
 from hermes_sessions.models import Message, stamped
-from hermes_sessions.queries import SearchHit
 from hermes_sessions.results import AppendResult
 from hermes_sessions.serde import compact_json, message_dict
 from hermes_sessions.state import StateScope, merge_state
@@ -33,9 +32,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
     from datetime import datetime
 
+    from hermes_sessions import text
     from hermes_sessions.models import SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
-    from hermes_sessions.queries import SearchQuery
+    from hermes_sessions.queries import SearchHit, SearchQuery
 
 __all__ = [
     "DECODING_ERRORS",
@@ -316,11 +316,8 @@ def missing_session(session_id: str) -> SessionNotFoundError:
 def make_hit(
     message: Message, session: SessionRecord, score: float, query: text.Query
 ) -> SearchHit:
-    """A search hit with its snippet, built from the message's original searchable text."""
-    snippet = text.make_snippet(text.searchable_text(message), query)
-    return SearchHit(
-        message=message, session=session, score=score, snippet=snippet.text, spans=snippet.spans
-    )
+    """A search hit; its snippet (from the message's original searchable text) is cut when read."""
+    return deferred_hit(message, session, score, query)
 
 
 def _time_key(message: Message) -> float:

@@ -105,20 +105,23 @@ def search(connection: sqlite3.Connection, query: SearchQuery, *, fts: bool) -> 
         f"FROM {FTS_TABLE} AS f CROSS JOIN messages AS m ON m.id = f.rowid "
         "CROSS JOIN sessions AS s ON s.seq = m.session_seq WHERE " + " AND ".join(where)
     )
+    loaded = f"{MESSAGE_COLUMNS}, m.session_seq"
     if query.order == "rank":
-        sql = f"SELECT m.id, -f.rank {source} ORDER BY f.rank LIMIT ? OFFSET ?"
+        # FTS5 returns matches best first (no sort), so the message columns cost only the rows
+        # the join reads before the limit; the hits need no second statement.
+        sql = f"SELECT {loaded}, -f.rank {source} ORDER BY f.rank LIMIT ? OFFSET ?"
         limit = -1 if query.limit is None else query.limit
-        scored = connection.execute(sql, [*params, limit, query.offset]).fetchall()
+        rows = connection.execute(sql, [*params, limit, query.offset]).fetchall()
     elif query.limit is None:
         direction = "DESC" if query.order == "newest" else "ASC"
         sql = (
-            f"SELECT m.id, 0.0 {source} ORDER BY coalesce(m.timestamp, {NO_TIME}) {direction}, "
-            f"m.id {direction} LIMIT -1 OFFSET ?"
+            f"SELECT {loaded}, 0.0 {source} ORDER BY coalesce(m.timestamp, {NO_TIME}) "
+            f"{direction}, m.id {direction} LIMIT -1 OFFSET ?"
         )
-        scored = connection.execute(sql, [*params, query.offset]).fetchall()
+        rows = connection.execute(sql, [*params, query.offset]).fetchall()
     else:
-        scored = _walk(connection, source, params, query)
-    return _hits(connection, scored, parsed)
+        rows = _load(connection, _walk(connection, source, params, query))
+    return _hits(connection, rows, parsed)
 
 
 def _bounds(connection: sqlite3.Connection, *, newest: bool) -> dict[int, int]:
@@ -172,30 +175,39 @@ def _walk(
     return [(sign * signed_id, 0.0) for _time, signed_id in ordered]
 
 
-def _hits(
-    connection: sqlite3.Connection, scored: list[tuple[int, float]], parsed: text.Query
-) -> list[SearchHit]:
-    """Load the messages and sessions of ``(message id, score)`` pairs and build the hits."""
+def _load(connection: sqlite3.Connection, scored: list[tuple[int, float]]) -> list[Any]:
+    """The message rows (``MESSAGE_COLUMNS``, session seq, score) of ``(id, score)`` pairs."""
     rows: dict[int, Any] = {}
     ids = [message_id for message_id, _score in scored]
     for start in range(0, len(ids), CHUNK):
-        chunk = ids[start : start + CHUNK]
         params: list[Any] = []
-        sql = (
-            f"SELECT {MESSAGE_COLUMNS}, {SESSION_COLUMNS} FROM messages AS m "
-            "JOIN sessions AS s ON s.seq = m.session_seq WHERE " + in_list("m.id", chunk, params)
+        sql = f"SELECT {MESSAGE_COLUMNS}, m.session_seq FROM messages AS m WHERE " + in_list(
+            "m.id", ids[start : start + CHUNK], params
         )
         for row in connection.execute(sql, params):
             rows[row[0]] = row
-    records: dict[str, SessionRecord] = {}
+    return [(*rows[message_id], score) for message_id, score in scored]
+
+
+def _hits(connection: sqlite3.Connection, rows: list[Any], parsed: text.Query) -> list[SearchHit]:
+    """Build the hits of message rows (``MESSAGE_COLUMNS``, session seq, score), in order.
+
+    The sessions are read in their own statement (in chunks), so a session's row is read and
+    decoded once however many of its messages are hits; snippets are cut when read.
+    """
+    seqs = list(dict.fromkeys(row[3] for row in rows))
+    records: dict[int, SessionRecord] = {}
+    for start in range(0, len(seqs), CHUNK):
+        params: list[Any] = []
+        sql = f"SELECT s.seq, {SESSION_COLUMNS} FROM sessions AS s WHERE " + in_list(
+            "s.seq", seqs[start : start + CHUNK], params
+        )
+        for row in connection.execute(sql, params):
+            records[row[0]] = record_from_row(row[1:])
     hits = []
-    for message_id, score in scored:
-        row = rows[message_id]
-        session_id = row[3]
-        record = records.get(session_id)
-        if record is None:
-            record = records[session_id] = record_from_row(row[3:])
-        hits.append(make_hit(message_from_row(row, session_id), record, score, parsed))
+    for row in rows:
+        record = records[row[3]]
+        hits.append(make_hit(message_from_row(row, record.id), record, row[4], parsed))
     return hits
 
 
