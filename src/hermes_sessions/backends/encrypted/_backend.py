@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["EncryptedBackend"]
 
 _PREVIEW_PAGE = 8
+_PREVIEW_CACHE = 4096
 
 
 class EncryptedBackend:
@@ -77,6 +78,7 @@ class EncryptedBackend:
         self.codec = Codec(cipher)
         limit = getattr(inner, "max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)
         self.max_message_bytes: int | None = limit
+        self._previews: dict[tuple[str, int, int, datetime], str | None] = {}
 
     def __repr__(self) -> str:
         return f"EncryptedBackend({self.inner!r})"
@@ -165,16 +167,28 @@ class EncryptedBackend:
             changes["title_lineage"] = self.codec.lineage_form(query.title_lineage)
         page = self.inner.list_sessions(attrs.evolve(query, **changes) if changes else query)
         items = [
-            SessionSummary(
-                record=self.codec.open_record(item.record),
-                preview=None if item.preview is None else self._preview(item.record.id),
-            )
+            SessionSummary(record=self.codec.open_record(item.record), preview=self._preview(item))
             for item in page.items
         ]
         return SessionPage(items=items, next_cursor=page.next_cursor)
 
-    def _preview(self, session_id: str) -> str | None:
-        """The listing preview (the first active user message), built after decryption."""
+    def _preview(self, item: SessionSummary) -> str | None:
+        """The listing preview (the first active user message), built after decryption.
+
+        Every change to a session's messages bumps its revision, so a preview is cached by
+        ``(id, revision, message count, start)``: the store lists sessions on many paths
+        (titles, lineages), and reading messages per session each time would double their cost.
+        """
+        record = item.record
+        key = (record.id, record.revision, record.message_count, record.started_at)
+        if key in self._previews:
+            return self._previews[key]
+        if len(self._previews) >= _PREVIEW_CACHE:
+            self._previews.clear()
+        preview = self._previews[key] = self._read_preview(record.id)
+        return preview
+
+    def _read_preview(self, session_id: str) -> str | None:
         after = None
         while True:
             batch = self.inner.get_messages(session_id, after_id=after, limit=_PREVIEW_PAGE)
