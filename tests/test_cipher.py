@@ -158,3 +158,15 @@ def test_an_envelope_counts_as_the_json_it_holds(values: dict[str, object]) -> N
     }
     assert state_size(sealed) == plain_size
     assert envelope_plaintext_size("not an envelope") is None
+
+
+def test_importing_the_library_does_not_import_cryptography() -> None:
+    """``cryptography`` loads when the first cipher is made, not on import."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    code = (
+        "import sys, hermes_sessions, hermes_sessions.cipher, hermes_sessions.state, "
+        "hermes_sessions.backends.encrypted; assert 'cryptography' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
