@@ -149,6 +149,9 @@ def queries(seed: int = 11) -> list[str]:
         "서버설정",
         "部",
         "キ",
+        "deploy re*",
+        "helm OR rollback dock* -cache",
+        "部署 キ",
     ]
     for alphabet in (HAN, KANA, HANGUL):
         found.extend(_cjk(rng, alphabet, rng.randint(2, 4)) for _ in range(3))

@@ -4,8 +4,11 @@ Whole-token queries (words, phrases, CJK of two or more characters, ``OR``, excl
 blinded token by token (:func:`hermes_sessions.text.blind_query`) and run by the inner backend
 on its index of blinded streams, which matches and scores exactly as the plain index does; the
 hits are decrypted and their snippets built from the clear text. A query with a prefix pattern
-(``dock*``, a lone CJK character) cannot be blinded: every message is decrypted and matched with
-the shared engine (:class:`hermes_sessions.text.SearchIndex`), as the in-memory backend does.
+(``dock*``, a lone CJK character) cannot be blinded: the messages are decrypted and matched with
+the shared engine (:class:`hermes_sessions.text.SearchIndex`), as the in-memory backend does —
+only those the query's whole-token clauses find on the index when it has such clauses
+(``docker comp*``), else every message the filters accept. Matches are exact either way; scores
+of a scan come from the scanned messages, so ties and close scores may order differently.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ __all__ = ["encrypted_search", "needs_scan"]
 
 def _blinded_text(backend: EncryptedBackend, parsed: text.Query) -> str | None:
     """The query string of the blinded query, or ``None`` when only a scan can answer."""
+    if parsed.is_empty:
+        return None
     blinded = text.blind_query(parsed, backend.cipher.blind)
     if blinded is None:
         return None
@@ -50,6 +55,9 @@ def encrypted_search(backend: EncryptedBackend, query: SearchQuery) -> list[Sear
         return []
     rendered = _blinded_text(backend, parsed)
     if rendered is None:
+        narrowing = _blinded_text(backend, _whole_token_clauses(parsed))
+        if narrowing is not None:
+            return _narrowed_scan(backend, query, parsed, narrowing)
         return _scan(backend, query, parsed)
     codec = backend.codec
     records: dict[str, SessionRecord] = {}
@@ -61,6 +69,32 @@ def encrypted_search(backend: EncryptedBackend, query: SearchQuery) -> list[Sear
             record = records[session_id] = codec.open_record(hit.session)
         hits.append(make_hit(codec.open_message(hit.message), record, hit.score, parsed))
     return hits
+
+
+def _whole_token_clauses(parsed: text.Query) -> text.Query:
+    """The clauses of ``parsed`` without a prefix: every match of ``parsed`` matches them."""
+    kept = tuple(c for c in parsed.clauses if not any(p.prefix for p in c.phrases))
+    return text.Query(kept, ())
+
+
+def _narrowed_scan(
+    backend: EncryptedBackend, query: SearchQuery, parsed: text.Query, narrowing: str
+) -> list[SearchHit]:
+    """Decrypt only the messages the whole-token clauses find on the index, then match them."""
+    codec = backend.codec
+    wide = attrs.evolve(query, text=narrowing, limit=None, offset=0, order="rank")
+    records: dict[str, SessionRecord] = {}
+    messages: list[Message] = []
+    index = text.SearchIndex()
+    for hit in backend.inner.search(wide):
+        if hit.session.id not in records:
+            records[hit.session.id] = codec.open_record(hit.session)
+        message = codec.open_message(hit.message)
+        index.add(len(messages), text.searchable_text(message))
+        messages.append(message)
+    scored = index.search(parsed)
+    pairs = [(messages[document], score) for document, score in scored]
+    return rank_hits(pairs, query, parsed, records.__getitem__)
 
 
 def _scan(backend: EncryptedBackend, query: SearchQuery, parsed: text.Query) -> list[SearchHit]:
