@@ -198,3 +198,21 @@ def test_rotate_key_is_resumable_and_reports_progress(open_encrypted: Opener) ->
     sealed = rotated.inner.get_messages(session_id)
     assert {envelope_key_id(m.extra["hermes_sealed"]) for m in sealed} == {"k2"}
     assert rotated.list_sessions(SessionQuery(limit=None)).items[0].preview is not None
+
+
+def test_a_plain_store_converts_through_a_bundle(tmp_path: Path) -> None:
+    """export_bundle from a plain store and import_bundle into an encrypted one keep everything."""
+    from hermes_sessions.interop import export_bundle, import_bundle  # noqa: PLC0415
+
+    plain = SQLiteBackend(tmp_path / "plain.db")
+    sealed = EncryptedBackend(SQLiteBackend(tmp_path / "sealed.db"), cipher=cipher())
+    try:
+        fill(plain, sessions=3, per_session=4)
+        export_bundle(plain, tmp_path / "bundle.jsonl")
+        assert import_bundle(sealed, tmp_path / "bundle.jsonl").problems == ()
+        ids = [item.record.id for item in plain.list_sessions(SessionQuery(limit=None)).items]
+        assert [sealed.get_messages(i) for i in ids] == [plain.get_messages(i) for i in ids]
+        assert sealed.entries() == plain.entries()
+    finally:
+        plain.close()
+        sealed.close()
