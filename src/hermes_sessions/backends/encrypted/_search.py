@@ -111,9 +111,11 @@ def _scan(backend: EncryptedBackend, query: SearchQuery, parsed: text.Query) -> 
         records[record.id] = record
         stored = backend.inner.get_messages(record.id, include_inactive=query.include_inactive)
         for sealed in stored:
+            if not query.accepts_message(sealed):  # role, time and flag are in the clear
+                continue
             message = codec.open_message(sealed)
             index.add(len(messages), text.searchable_text(message))
             messages.append(message)
-    scored = index.search(parsed, accept=lambda document: query.accepts_message(messages[document]))
+    scored = index.search(parsed)
     pairs = [(messages[document], score) for document, score in scored]
     return rank_hits(pairs, query, parsed, records.__getitem__)
