@@ -299,6 +299,11 @@ class Cipher:
             aes = self._opened[key_id] = self._aead(self.keys.key(key_id) if key is None else key)
         return aes
 
+    def use_keys(self, keys: KeyProvider) -> None:
+        """Read and write with ``keys`` from now on (the token key stays)."""
+        self.keys = keys
+        self._opened = {}
+
     @property
     def current_key_id(self) -> str:
         """The id new ciphertexts are written under."""

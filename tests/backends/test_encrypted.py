@@ -230,3 +230,19 @@ def test_session_store_open_takes_a_cipher(tmp_path: Path) -> None:
             store.append(lookup.session_id, Message(role="user", content="mkopenmarker1"))
             assert len(store.search("mkopenmarker1")) == 1
         assert b"mkopenmarker1" not in _stored_bytes(kind, home)
+
+
+@pytest.mark.parametrize(
+    "values", [{"metadata": [1]}, {"title": 5}, {"system_prompt": 3}, {"model_config": "x"}]
+)
+def test_wrongly_typed_updates_fail_as_on_a_plain_store(tmp_path: Path, values: dict) -> None:
+    """A value of the wrong type reaches the backend unsealed and is refused with its error."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    from hermes_sessions.models import SessionRecord  # noqa: PLC0415
+
+    record = SessionRecord(id="s1", source="cli", started_at=datetime(2026, 1, 1, tzinfo=UTC))
+    with EncryptedBackend(SQLiteBackend(tmp_path / "s.db"), cipher=cipher()) as backend:
+        backend.create_session(record)
+        with pytest.raises(TypeError):
+            backend.update_session("s1", values=values)

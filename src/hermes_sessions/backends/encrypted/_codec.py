@@ -59,6 +59,13 @@ PLAIN_MESSAGE_FIELDS: Final = frozenset(
 )
 
 
+def _sealable(values: Mapping[str, Any]) -> bool:
+    """Whether the sealed fields of ``update_session`` values have the types they must have."""
+    texts = all(isinstance(values.get(name), str | None) for name in ("title", "system_prompt"))
+    objects = all(isinstance(values.get(name, {}), dict) for name in ("metadata", "model_config"))
+    return texts and objects
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -188,6 +195,8 @@ class Codec:
         Title and metadata share the stored metadata, so setting one keeps the other's envelope.
         """
         sealed = dict(values)
+        if not _sealable(values):
+            return sealed  # the backend refuses the wrong types with its own error
         if "system_prompt" in values:
             sealed["system_prompt"] = self.seal_text(values["system_prompt"])
         if "model_config" in values:

@@ -135,7 +135,7 @@ def rotate_key(
     .. versionadded:: 0.1.0
     """
     if new is not None:
-        backend.cipher.keys = ChainedKeys(new, backend.cipher.keys)
+        backend.cipher.use_keys(ChainedKeys(new, backend.cipher.keys))
     return _run(backend, scopes)
 
 
