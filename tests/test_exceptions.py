@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import pickle
 from pathlib import Path
@@ -16,7 +17,10 @@ from hermes_sessions.exceptions import (
     ConflictError,
     CorruptRecordError,
     HermesSessionsError,
+    IncognitoLaneError,
+    IncognitoMemoryError,
     IncompatibleStoreError,
+    InvalidArgumentError,
     InvalidIdError,
     InvalidKeyError,
     InvalidMemoryContentError,
@@ -83,6 +87,7 @@ REFUSALS = [
         ),
         RuntimeError,
     ),
+    (IncognitoMemoryError("agent:main:feishu:dm:ou_lin", target="user", action="add"), OSError),
 ]
 INSTANCES = [
     (InvalidKeyError("agent:x", "too short"), ValueError),
@@ -93,6 +98,7 @@ INSTANCES = [
     (StateTooLargeError("lane|agent:main:cli:dm:1", 70_000, 65_536), ValueError),
     (CorruptRecordError("bad json", path="state.db", table="messages", row=17), ValueError),
     (InvalidValueError("Message.extra['x']", "is nan"), ValueError),
+    (InvalidArgumentError("undo needs n >= 1, got 0"), ValueError),
     (MessageTooLargeError(size=20, limit=10, index=1), ValueError),
     (SessionNotFoundError(session_id="abc"), LookupError),
     (SessionNotFoundError(key="agent:main:x:dm", hint="send a message first"), LookupError),
@@ -102,6 +108,7 @@ INSTANCES = [
     (BackendClosedError(), RuntimeError),
     (LeaseHeldError("compress:s1", "worker-2"), RuntimeError),
     (LockTimeoutError("/tmp/MEMORY.md.lock", 10.0), TimeoutError),
+    (IncognitoLaneError("rotate", "lanes stay apart"), PermissionError),
     (StorageError("disk I/O error"), OSError),
     (IncompatibleStoreError("state.db", found_version=9, supported_version=2), OSError),
     (
@@ -187,6 +194,7 @@ def test_codes_are_distinct():
         "no_match",
         "ambiguous_match",
         "drift",
+        "incognito",
     }
     assert MemoryRefusedError("x", target="memory", action="add").to_dict()["code"] == "refused"
 
@@ -245,3 +253,31 @@ def test_corrupt_records_of_a_database_name_file_table_and_row():
     unplaced = CorruptRecordError("body is not JSON", table="messages", row=17)
     placed = unplaced.located("/data/state.db")
     assert (placed.path, placed.table, placed.row) == ("/data/state.db", "messages", 17)
+
+
+def _bare_raises(path: Path) -> list[str]:
+    """``raise ValueError(...)`` statements in ``path``, as ``file:line``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            func = node.exc.func
+            if isinstance(func, ast.Name) and func.id == "ValueError":
+                found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_no_module_raises_a_bare_value_error():
+    """Every refusal of a value is a library error: ``except HermesSessionsError`` catches it."""
+    package = Path(exceptions.__file__).parent
+    bare = [hit for path in sorted(package.rglob("*.py")) for hit in _bare_raises(path)]
+    assert bare == [], "raise InvalidArgumentError (or a closer subclass) instead"
+
+
+def test_a_bad_setting_is_a_library_error():
+    """Out-of-range settings raise InvalidArgumentError, which is still a ValueError."""
+    from hermes_sessions import ResetPolicy, SessionQuery  # noqa: PLC0415  # the subjects
+
+    with pytest.raises(InvalidArgumentError, match="idle_minutes"):
+        ResetPolicy(mode="idle", idle_minutes=0)
+    with pytest.raises(InvalidArgumentError, match="limit"):
+        SessionQuery(limit=0)

@@ -285,3 +285,44 @@ def test_optional_string_arguments():
     assert tools._optional_string_argument({"query": "docker"}, "query") == "docker"
     with pytest.raises(tools._ArgumentError, match="must be a string"):
         tools._optional_string_argument({"query": 1}, "query")
+
+
+@pytest.fixture
+def sessions():
+    """A session store whose ``agent:main:telegram:dm:7`` lane is incognito, with one session."""
+    from hermes_sessions import IncognitoPolicy, SessionSource, SessionStore  # noqa: PLC0415
+
+    source = SessionSource(platform="telegram", chat_id="7", user_id="7")
+    policy = IncognitoPolicy(keys=["agent:main:telegram:dm:7"])
+    with SessionStore.open(backend="memory", incognito=policy) as opened:
+        opened.get_or_create(source)
+        yield opened
+
+
+def test_an_incognito_caller_is_refused_by_key_or_session_id(store, sessions):
+    """Named by its key or its session id, an incognito caller writes nothing."""
+    key = "agent:main:telegram:dm:7"
+    for caller in (key, sessions.entry(key).session_id):
+        result = handle_memory(
+            store,
+            {"action": "remove", "target": "memory", "old_text": "x"},
+            sessions=sessions,
+            current_key=caller,
+        )
+        assert (result["code"], result["action"], result["target"]) == (
+            "incognito",
+            "remove",
+            "memory",
+        )
+    assert store.entries("memory") == ()
+
+
+def test_an_incognito_caller_with_bad_arguments_hears_about_the_arguments(store, sessions):
+    """Argument errors come first, so the model learns what it sent wrong."""
+    result = handle_memory(
+        store,
+        {"action": "delete", "target": "memory"},
+        sessions=sessions,
+        current_key="agent:main:telegram:dm:7",
+    )
+    assert (result["code"], result["argument"]) == ("invalid_arguments", "action")

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 
-from hermes_sessions.exceptions import NaiveDatetimeError
+from hermes_sessions.exceptions import InvalidArgumentError, NaiveDatetimeError
 
 __all__ = ["FrozenClock", "SystemClock", "require_aware"]
 
@@ -68,7 +68,7 @@ class FrozenClock:
         """Move forward by ``delta`` or by ``timedelta(**kwargs)``; return the new time."""
         step = delta if delta is not None else timedelta(**kwargs)
         if step < timedelta(0):
-            raise ValueError("a clock only moves forward; use set() to jump")
+            raise InvalidArgumentError("a clock only moves forward; use set() to jump")
         self.current += step
         return self.current
 

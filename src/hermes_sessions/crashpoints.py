@@ -23,6 +23,8 @@ from typing import Final
 
 import attrs
 
+from hermes_sessions.exceptions import InvalidArgumentError
+
 __all__ = ["ENVIRONMENT", "POINTS", "arm", "armed", "disarm", "reached"]
 
 POINTS: Final = (
@@ -54,9 +56,9 @@ def arm(point: str, *, after: int = 1) -> None:
     """Kill this process the ``after``-th time ``point`` is reached (from now on)."""
     if point not in POINTS:
         known = ", ".join(POINTS)
-        raise ValueError(f"unknown crash point {point!r}; use one of: {known}")
+        raise InvalidArgumentError(f"unknown crash point {point!r}; use one of: {known}")
     if after < 1:
-        raise ValueError(f"after must be at least 1, not {after}")
+        raise InvalidArgumentError(f"after must be at least 1, not {after}")
     _SWITCH.point, _SWITCH.countdown = point, after
 
 

@@ -13,6 +13,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── CorruptRecordError         (ValueError)    stored data is damaged (file, line / table, row)
     ├── InvalidCursorError         (ValueError)    a pagination cursor was not made by us
     ├── InvalidValueError          (ValueError)    a value no backend can store (names the field)
+    ├── InvalidArgumentError       (ValueError)    an argument or setting out of range or unknown
     ├── MessageTooLargeError       (ValueError)    a message over ``max_message_bytes``
     ├── StateTooLargeError         (ValueError)    a state scope over 64 KiB
     ├── SessionNotFoundError       (LookupError)   no session or routing entry by id/key
@@ -22,6 +23,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── LeaseHeldError             (RuntimeError)  another holder leases the resource (compression)
     ├── BackendClosedError         (RuntimeError)  the backend was closed
     ├── LockTimeoutError           (TimeoutError)  a file or row lock was not acquired in time
+    ├── IncognitoLaneError         (PermissionError) the write would carry an incognito lane to disk
     ├── InvalidSourceError         (ValueError)    an import source is not what it should be
     ├── StorageError               (OSError)       the storage layer failed (wraps sqlite3, OS)
     │   └── IncompatibleStoreError                 the data was written by a newer version
@@ -35,6 +37,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
         ├── MemoryLimitError           (ValueError)    the change would pass the character limit
         ├── MemoryEntryNotFoundError   (LookupError)   no entry contains ``old_text``
         ├── AmbiguousMemoryMatchError  (LookupError)   several different entries contain it
+        ├── IncognitoMemoryError       (PermissionError) the call comes from an incognito lane
         └── MemoryDriftError           (RuntimeError)  the file was edited outside the store
 
 Errors carry structured attributes (``path``, ``line``, ``key``, ``session_id``, ...) so callers can
@@ -59,7 +62,10 @@ __all__ = [
     "DecryptionError",
     "EncryptionKeyError",
     "HermesSessionsError",
+    "IncognitoLaneError",
+    "IncognitoMemoryError",
     "IncompatibleStoreError",
+    "InvalidArgumentError",
     "InvalidCursorError",
     "InvalidIdError",
     "InvalidKeyError",
@@ -274,6 +280,17 @@ class InvalidCursorError(HermesSessionsError, ValueError):
             "invalid pagination cursor; pass the next_cursor of a previous page unchanged, "
             "or no cursor to start from the first page"
         )
+
+
+class InvalidArgumentError(HermesSessionsError, ValueError):
+    """An argument or a setting is out of range, or not one of its choices; nothing was done.
+
+    Raised at construction for configuration values (reset and retention policies, options,
+    query and window limits) and on the call for arguments (``undo(n=0)``), so a mistake shows
+    where it was made, never later. The message names the argument and what it accepts.
+
+    .. versionadded:: 0.1.0
+    """
 
 
 class InvalidValueError(HermesSessionsError, ValueError):
@@ -512,6 +529,25 @@ class LockTimeoutError(HermesSessionsError, TimeoutError):
             f"could not lock {resource} within {timeout:g} s; another process holds it. "
             "Retry later, or raise the timeout if the holder is legitimately slow"
         )
+
+
+class IncognitoLaneError(HermesSessionsError, PermissionError):
+    """The operation would carry an incognito lane's content into persisted storage, or across.
+
+    Incognito sessions live in memory only; a rotation between an incognito and a persisted lane
+    (resuming a persisted session from an incognito key, or the reverse) and a state change of an
+    incognito session that reaches app or user state are refused. Nothing was written.
+
+    Attributes:
+        action: What was refused (``"rotate"``, ``"change state"``, ...).
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, action: str, reason: str) -> None:
+        self.action = action
+        self.reason = reason
+        super().__init__(f"{action} refused for an incognito lane: {reason}")
 
 
 class InvalidSourceError(HermesSessionsError, ValueError):
@@ -863,6 +899,30 @@ class AmbiguousMemoryMatchError(MemoryRefusedError, LookupError):
     def details(self) -> dict[str, Any]:
         """The text that was looked for and a preview of each matching entry."""
         return {"old_text": self.old_text, "matches": list(self.previews)}
+
+
+class IncognitoMemoryError(MemoryRefusedError, PermissionError):
+    """The ``memory`` tool was called from an incognito lane: memory outlives the chat.
+
+    Memory files are injected into every future conversation, so a "don't remember this" chat
+    must not write them. The model is told to keep the fact for this conversation only.
+
+    Attributes:
+        key: The incognito session key the call came from.
+
+    .. versionadded:: 0.1.0
+    """
+
+    code: ClassVar[str] = "incognito"
+
+    def __init__(self, key: str, *, target: str, action: str) -> None:
+        self.key = key
+        super().__init__(
+            f"{action} refused: this conversation is incognito ({key}), so nothing from it may "
+            "be saved to long-term memory; keep the fact for this conversation only",
+            target=target,
+            action=action,
+        )
 
 
 class MemoryDriftError(MemoryRefusedError, RuntimeError):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
+from hermes_sessions.exceptions import InvalidArgumentError
+
 if TYPE_CHECKING:
     import attrs
 
@@ -57,7 +59,7 @@ def durability(_instance: object, attribute: attrs.Attribute[Any], value: object
     .. versionadded:: 0.1.0
     """
     if value not in DURABILITIES:
-        raise ValueError(f"{attribute.name} must be 'full' or 'normal', got {value!r}")
+        raise InvalidArgumentError(f"{attribute.name} must be 'full' or 'normal', got {value!r}")
 
 
 def positive_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -68,7 +70,7 @@ def positive_int(_instance: object, attribute: attrs.Attribute[Any], value: obje
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{attribute.name} must be an int, got {type(value).__name__}")
     if value < 1:
-        raise ValueError(f"{attribute.name} must be at least 1, got {value}")
+        raise InvalidArgumentError(f"{attribute.name} must be at least 1, got {value}")
 
 
 def non_negative_int(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -79,7 +81,7 @@ def non_negative_int(_instance: object, attribute: attrs.Attribute[Any], value: 
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{attribute.name} must be an int, got {type(value).__name__}")
     if value < 0:
-        raise ValueError(f"{attribute.name} must be 0 or more, got {value}")
+        raise InvalidArgumentError(f"{attribute.name} must be 0 or more, got {value}")
 
 
 def seconds(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -90,7 +92,7 @@ def seconds(_instance: object, attribute: attrs.Attribute[Any], value: object) -
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{attribute.name} must be a number of seconds, got {value!r}")
     if not value >= 0:  # also refuses NaN
-        raise ValueError(f"{attribute.name} must be 0 or more seconds, got {value}")
+        raise InvalidArgumentError(f"{attribute.name} must be 0 or more seconds, got {value}")
 
 
 def positive_seconds(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -101,7 +103,7 @@ def positive_seconds(_instance: object, attribute: attrs.Attribute[Any], value: 
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{attribute.name} must be a number of seconds, got {value!r}")
     if not value > 0:  # also refuses NaN
-        raise ValueError(f"{attribute.name} must be more than 0 seconds, got {value}")
+        raise InvalidArgumentError(f"{attribute.name} must be more than 0 seconds, got {value}")
 
 
 def optional_size(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -116,4 +118,4 @@ def optional_size(_instance: object, attribute: attrs.Attribute[Any], value: obj
             f"{attribute.name} must be a number of bytes or None, got {type(value).__name__}"
         )
     if value < 1:
-        raise ValueError(f"{attribute.name} must be at least 1 byte or None, got {value}")
+        raise InvalidArgumentError(f"{attribute.name} must be at least 1 byte or None, got {value}")

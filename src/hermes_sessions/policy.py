@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import attrs
 
 from hermes_sessions.clock import require_aware
+from hermes_sessions.exceptions import InvalidArgumentError
 
 __all__ = [
     "ResetMode",
@@ -107,28 +108,30 @@ def _int_in(low: int, high: int | None) -> Any:
             raise TypeError(f"{attribute.name} must be an int, got {type(value).__name__}")
         if value < low or (high is not None and value > high):
             bounds = f"between {low} and {high}" if high is not None else f">= {low}"
-            raise ValueError(f"{attribute.name} must be {bounds}, got {value}")
+            raise InvalidArgumentError(f"{attribute.name} must be {bounds}, got {value}")
 
     return check
 
 
 def _mode(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if value not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {value!r}")
+        raise InvalidArgumentError(f"mode must be one of {', '.join(MODES)}; got {value!r}")
 
 
 def _timezone(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if value is None:
         return
     if not isinstance(value, str) or _zone_from_name(value) is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"timezone must be an IANA zone name such as 'Asia/Shanghai', got {value!r}"
         )
 
 
 def _work_age(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and (not isinstance(value, timedelta) or value < timedelta(0)):
-        raise ValueError(f"max_active_work_age must be a timedelta >= 0 or None, got {value!r}")
+        raise InvalidArgumentError(
+            f"max_active_work_age must be a timedelta >= 0 or None, got {value!r}"
+        )
 
 
 def _bool(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -207,7 +210,7 @@ _POLICY_KEYS: Final = frozenset(
 def _policy_from_mapping(values: Mapping[str, Any], where: str) -> ResetPolicy:
     unknown = sorted(set(values) - _POLICY_KEYS)
     if unknown:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"unknown reset policy setting(s) {unknown} in {where}; "
             f"allowed: {', '.join(sorted(_POLICY_KEYS))}"
         )
@@ -218,7 +221,7 @@ def _policy_from_mapping(values: Mapping[str, Any], where: str) -> ResetPolicy:
     try:
         return ResetPolicy(**kwargs)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"invalid reset policy in {where}: {error}") from error
+        raise InvalidArgumentError(f"invalid reset policy in {where}: {error}") from error
 
 
 def _policy_map(value: Mapping[str, ResetPolicy]) -> Mapping[str, ResetPolicy]:

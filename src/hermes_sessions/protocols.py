@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import attrs
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
 
 if TYPE_CHECKING:
@@ -159,9 +160,9 @@ class RotationPlan:
 
     def __attrs_post_init__(self) -> None:
         if self.copy_state_from is not None and self.create is None:
-            raise ValueError("RotationPlan.copy_state_from needs a session to create")
+            raise InvalidArgumentError("RotationPlan.copy_state_from needs a session to create")
         if self.copy_messages_from is not None and self.create is None:
-            raise ValueError("RotationPlan.copy_messages_from needs a session to create")
+            raise InvalidArgumentError("RotationPlan.copy_messages_from needs a session to create")
 
 
 # -- the two layers --------------------------------------------------------------------------------

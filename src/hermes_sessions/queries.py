@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypedDict
 import attrs
 
 from hermes_sessions.clock import require_aware
-from hermes_sessions.exceptions import InvalidCursorError
+from hermes_sessions.exceptions import InvalidArgumentError, InvalidCursorError
 from hermes_sessions.keys import DEFAULT_KEY_POLICY, is_private_lane
 from hermes_sessions.models import Message, SessionRecord
 from hermes_sessions.titles import lineage_key, title_key
@@ -81,18 +81,20 @@ def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be a positive int or None, got {value!r}")
+        raise InvalidArgumentError(
+            f"{attribute.name} must be a positive int or None, got {value!r}"
+        )
 
 
 def _non_negative(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attribute.name} must be an int >= 0, got {value!r}")
+        raise InvalidArgumentError(f"{attribute.name} must be an int >= 0, got {value!r}")
 
 
 def _in(*choices: str) -> Any:
     def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if value not in choices:
-            raise ValueError(f"{attribute.name} must be one of {choices}, got {value!r}")
+            raise InvalidArgumentError(f"{attribute.name} must be one of {choices}, got {value!r}")
 
     return check
 

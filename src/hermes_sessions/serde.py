@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import attrs
 import cattrs
 
-from hermes_sessions.exceptions import CorruptRecordError
+from hermes_sessions.exceptions import CorruptRecordError, InvalidArgumentError
 from hermes_sessions.models import (
     MESSAGE_FIELDS,
     Message,
@@ -87,7 +87,7 @@ def load_datetime(value: object) -> datetime:
         raise TypeError(f"expected an ISO 8601 string, got {type(value).__name__}")
     parsed = datetime.fromisoformat(value)
     if parsed.tzinfo is None:
-        raise ValueError(f"datetime {value!r} has no UTC offset")
+        raise InvalidArgumentError(f"datetime {value!r} has no UTC offset")
     return parsed.astimezone(UTC)
 
 

@@ -31,7 +31,7 @@ from typing import Any, Final, Literal, TypeAlias, final
 import attrs
 
 from hermes_sessions.cipher import ENVELOPE_PREFIX, envelope_plaintext_size
-from hermes_sessions.exceptions import StateTooLargeError
+from hermes_sessions.exceptions import InvalidArgumentError, StateTooLargeError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import JSONObject, check_json
 
@@ -82,7 +82,9 @@ ScopeKind: TypeAlias = Literal["app", "user", "lane", "session"]
 
 def _part(value: object, name: str) -> str:
     if not isinstance(value, str) or not value:
-        raise ValueError(f"a state scope's {name} must be a non-empty string, got {value!r}")
+        raise InvalidArgumentError(
+            f"a state scope's {name} must be a non-empty string, got {value!r}"
+        )
     return value
 
 
@@ -172,7 +174,9 @@ def normalize_delta(delta: StateDelta) -> dict[str, dict[str, Any]]:
         for key, value in changes.items():
             name: object = key
             if not isinstance(name, str) or not name:
-                raise ValueError(f"state keys are non-empty strings, got {key!r} in {scope.id}")
+                raise InvalidArgumentError(
+                    f"state keys are non-empty strings, got {key!r} in {scope.id}"
+                )
             if value is not DELETE:
                 check_json(value, f"state[{scope.id!r}][{key!r}]")
             checked[key] = value

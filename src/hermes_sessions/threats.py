@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from hermes_sessions.exceptions import InvalidArgumentError
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -80,7 +82,7 @@ def _to_scopes(value: Iterable[object]) -> frozenset[str]:
     given = frozenset(value)
     names = frozenset(scope for scope in given if isinstance(scope, str) and scope)
     if not names or names != given:
-        raise ValueError("scopes must name at least one scope, each a non-empty string")
+        raise InvalidArgumentError("scopes must name at least one scope, each a non-empty string")
     return names
 
 
@@ -90,7 +92,7 @@ def _to_patterns(value: Iterable[ThreatPattern]) -> tuple[ThreatPattern, ...]:
 
 def _pattern_id(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or _PATTERN_ID.fullmatch(value) is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"a threat pattern id looks like 'category.name' (lowercase letters, digits, '_'), "
             f"got {value!r}"
         )
@@ -155,7 +157,7 @@ def _unique_ids(
         if not isinstance(pattern, ThreatPattern):
             raise TypeError(f"patterns must be ThreatPattern objects, got {type(pattern).__name__}")
         if pattern.id in seen:
-            raise ValueError(f"duplicate threat pattern id {pattern.id!r}")
+            raise InvalidArgumentError(f"duplicate threat pattern id {pattern.id!r}")
         seen.add(pattern.id)
 
 

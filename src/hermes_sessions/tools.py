@@ -25,6 +25,7 @@ import attrs
 
 from hermes_sessions.exceptions import (
     HermesSessionsError,
+    IncognitoMemoryError,
     LockTimeoutError,
     MemoryRefusedError,
 )
@@ -216,7 +217,13 @@ edit the description).
 """
 
 
-def handle_memory(store: MemoryStore, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
+def handle_memory(
+    store: MemoryStore,
+    arguments: Mapping[str, Any] | str,
+    *,
+    sessions: SessionStore | None = None,
+    current_key: str | None = None,
+) -> dict[str, Any]:
     """Run one ``memory`` tool call against ``store`` and return its JSON-serialisable result.
 
     ``arguments`` is the call's argument object (or its JSON text): ``action`` (``add``,
@@ -228,10 +235,19 @@ def handle_memory(store: MemoryStore, arguments: Mapping[str, Any] | str) -> dic
     ``code="invalid_arguments"``, a held lock ``code="lock_timeout"`` (with ``retryable: true``)
     and other library errors ``code="error"``. Nothing hermes-sessions raises on purpose escapes.
 
+    Pass the session store and the key (or session id) the call comes from: a call from an
+    incognito lane (:meth:`SessionStore.is_incognito`) writes nothing and returns the
+    :class:`~hermes_sessions.exceptions.IncognitoMemoryError` refusal (``code="incognito"``).
+
     .. versionadded:: 0.1.0
     """
     try:
-        return _run_memory(store, _parse_arguments(arguments)).to_dict()
+        parsed = _parse_arguments(arguments)
+        if sessions is not None and current_key is not None and sessions.is_incognito(current_key):
+            action = _choice_argument(parsed, "action", _MEMORY_ACTIONS)
+            target = _choice_argument(parsed, "target", _MEMORY_TARGETS)
+            raise IncognitoMemoryError(current_key, target=target, action=action)
+        return _run_memory(store, parsed).to_dict()
     except _ArgumentError as error:
         return _argument_error(error)
     except MemoryRefusedError as error:
@@ -400,6 +416,8 @@ def _visible_session(context: SearchToolContext, session_id: str) -> SessionReco
         pass
     else:
         record = context.store.backend.get_session(session_id)
+    if record is not None and context.store.is_incognito(record.id):
+        record = record if record.session_key == context.current_key else None  # its lane only
     if record is None or not _visibility(context).allows(record):
         raise _ArgumentError(
             f"no conversation you may read has the id {session_id!r}; "

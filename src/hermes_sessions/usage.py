@@ -12,6 +12,8 @@ from typing import Any, Final
 
 import attrs
 
+from hermes_sessions.exceptions import InvalidArgumentError
+
 __all__ = ["Usage"]
 
 _COUNTERS: Final = {
@@ -29,14 +31,16 @@ def _count(_instance: object, attribute: attrs.Attribute[Any], value: object) ->
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"Usage.{attribute.name} must be an int, got {type(value).__name__}")
     if value < 0:
-        raise ValueError(f"Usage.{attribute.name} must be >= 0, got {value}")
+        raise InvalidArgumentError(f"Usage.{attribute.name} must be >= 0, got {value}")
 
 
 def _cost(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"Usage.{attribute.name} must be a number, got {type(value).__name__}")
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"Usage.{attribute.name} must be a finite number >= 0, got {value}")
+        raise InvalidArgumentError(
+            f"Usage.{attribute.name} must be a finite number >= 0, got {value}"
+        )
 
 
 @attrs.frozen(kw_only=True)

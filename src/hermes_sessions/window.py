@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.models import Message
 
 if TYPE_CHECKING:
@@ -104,7 +105,9 @@ class ContextWindow:
 
 def _positive(name: str, value: object) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{name} must be a positive int or None (no limit), got {value!r}")
+        raise InvalidArgumentError(
+            f"{name} must be a positive int or None (no limit), got {value!r}"
+        )
 
 
 def _turn_starts(body: Sequence[Message]) -> list[int]:

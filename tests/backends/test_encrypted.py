@@ -218,13 +218,14 @@ def test_a_plain_store_converts_through_a_bundle(tmp_path: Path) -> None:
         sealed.close()
 
 
-def test_session_store_open_takes_a_cipher(tmp_path: Path) -> None:
-    """``SessionStore.open(..., cipher=c)`` stores encrypted and reads back in the clear."""
+def test_open_backend_takes_a_cipher(tmp_path: Path) -> None:
+    """``open_backend(kind, home, cipher=c)`` stores encrypted and reads back in the clear."""
     from hermes_sessions import Message, SessionSource, SessionStore  # noqa: PLC0415
+    from hermes_sessions.backends import open_backend  # noqa: PLC0415
 
     for kind in ("sqlite", "jsonl"):
         home = tmp_path / kind
-        with SessionStore.open(home, kind, cipher=cipher()) as store:
+        with SessionStore(open_backend(kind, home, cipher=cipher())) as store:
             assert isinstance(store.backend, EncryptedBackend)
             lookup = store.get_or_create(SessionSource(platform="cli", chat_id="1"))
             store.append(lookup.session_id, Message(role="user", content="mkopenmarker1"))

@@ -176,6 +176,7 @@ def test_every_public_store_method_has_an_async_twin():
     assert async_ - sync == {"aclose", "lock", "start_maintenance", "turn"}
     plain = {
         "key_for",
+        "is_incognito",
         "on_rotate",
         "open",
         "compression_lease",

@@ -145,3 +145,14 @@ def test_a_branch_that_loses_every_race_names_the_revisions(racing):
     assert f"expected revision {final - 1}, found revision {final}" in str(info.value)
     assert "16 times in a row" in str(info.value)
     assert "None" not in str(info.value)
+
+
+def test_compression_renumbers_when_its_title_is_taken_meanwhile(racing):
+    """Another writer takes the lineage's next title first: compression takes the one after."""
+    ours, rival, proxy = racing
+    session_id = ours.get_or_create(LIN).session_id
+    ours.set_title(session_id, "Plans")
+    other = rival.get_or_create(attrs.evolve(LIN, chat_id="2")).session_id
+    proxy.before("apply", lambda: rival.set_title(other, "Plans #2"))
+    child = ours.compress(session_id, [], holder="worker-1")
+    assert (rival.session(other).title, child.title) == ("Plans #2", "Plans #3")

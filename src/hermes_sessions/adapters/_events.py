@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
-from hermes_sessions.exceptions import SessionNotFoundError
+from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
 from hermes_sessions.models import Message, MessageContent, SessionSource
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ __all__ = ["Applied", "Edit", "InboundEvent", "NewMessage", "Retract", "apply"]
 
 def _platform_id(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
     if not isinstance(value, str) or not value:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{attribute.name} must be the platform's message id as a non-empty string, "
             f"got {value!r}"
         )

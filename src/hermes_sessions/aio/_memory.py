@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import attrs
 
+from hermes_sessions.aio._store import AsyncSessionStore
 from hermes_sessions.memory import MemoryStore
 from hermes_sessions.tools import SearchToolContext, handle_memory, handle_session_search
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from hermes_sessions.memory import MemoryResult, MemorySnapshot
+    from hermes_sessions.store import SessionStore
 
 __all__ = ["AsyncMemoryStore", "handle_memory_async", "handle_session_search_async"]
 
@@ -83,15 +85,25 @@ class AsyncMemoryStore:
 
 
 async def handle_memory_async(
-    store: MemoryStore | AsyncMemoryStore, arguments: Mapping[str, Any] | str
+    store: MemoryStore | AsyncMemoryStore,
+    arguments: Mapping[str, Any] | str,
+    *,
+    sessions: SessionStore | AsyncSessionStore | None = None,
+    current_key: str | None = None,
 ) -> dict[str, Any]:
     """:func:`~hermes_sessions.tools.handle_memory` without blocking the event loop.
 
+    ``sessions`` (a session store, sync or async) and ``current_key`` refuse a call from an
+    incognito lane, as there.
+
     .. versionadded:: 0.1.0
     """
-    if isinstance(store, AsyncMemoryStore):
-        return await _in_thread(store.executor, handle_memory, store.store, arguments)
-    return await _in_thread(None, handle_memory, store, arguments)
+    lanes = sessions.store if isinstance(sessions, AsyncSessionStore) else sessions
+    memory = store.store if isinstance(store, AsyncMemoryStore) else store
+    executor = store.executor if isinstance(store, AsyncMemoryStore) else None
+    return await _in_thread(
+        executor, handle_memory, memory, arguments, sessions=lanes, current_key=current_key
+    )
 
 
 async def handle_session_search_async(

@@ -29,13 +29,9 @@ import attrs
 
 from hermes_sessions.aio._maintenance import run_schedule
 from hermes_sessions.aio._ownership import KeyLocks
-from hermes_sessions.models import (
-    SessionEntry,
-)
-from hermes_sessions.store import (
-    SessionLookup,
-    SessionStore,
-)
+from hermes_sessions.exceptions import InvalidArgumentError
+from hermes_sessions.models import SessionEntry
+from hermes_sessions.store import SessionLookup, SessionStore
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
@@ -241,6 +237,10 @@ class AsyncSessionStore:
     def key_for(self, source: SessionSource) -> str:
         """The session key of ``source`` (no I/O, so not a coroutine)."""
         return self.store.key_for(source)
+
+    def is_incognito(self, key_or_session_id: str) -> bool:
+        """:meth:`SessionStore.is_incognito` (memory only, so not a coroutine)."""
+        return self.store.is_incognito(key_or_session_id)
 
     @contextlib.asynccontextmanager
     async def lock(self, key: str) -> AsyncIterator[None]:
@@ -573,9 +573,13 @@ class AsyncSessionStore:
         :meth:`aclose` stops it. One schedule per store: starting another while one runs raises.
         """
         if every <= timedelta(0):
-            raise ValueError(f"start_maintenance(every) must be a positive timedelta, got {every}")
+            raise InvalidArgumentError(
+                f"start_maintenance(every) must be a positive timedelta, got {every}"
+            )
         if policy is None and self.store.retention is None:
-            raise ValueError("start_maintenance needs a policy, or a store opened with retention=")
+            raise InvalidArgumentError(
+                "start_maintenance needs a policy, or a store opened with retention="
+            )
         if self._maintenance is not None and not self._maintenance.done():
             raise RuntimeError("maintenance already runs on this store; cancel its task first")
         task = asyncio.get_running_loop().create_task(

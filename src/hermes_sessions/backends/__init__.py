@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, cast
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.paths import default_home
 
 if TYPE_CHECKING:
@@ -70,7 +71,9 @@ def _open(kind: str, home: Path | None, dsn: str | None) -> Backend:
         from hermes_sessions.backends.jsonl import JSONLBackend  # noqa: PLC0415  # loaded on use
 
         return JSONLBackend(home if home is not None else default_home())
-    raise ValueError(f"unknown backend {kind!r}; choose 'sqlite', 'jsonl', 'memory' or 'postgres'")
+    raise InvalidArgumentError(
+        f"unknown backend {kind!r}; choose 'sqlite', 'jsonl', 'memory' or 'postgres'"
+    )
 
 
 def __getattr__(name: str) -> Any:

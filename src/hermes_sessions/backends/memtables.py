@@ -24,7 +24,7 @@ from hermes_sessions.backends.rules import (
     tool_call_count,
     touched_entry,
 )
-from hermes_sessions.exceptions import SessionNotFoundError
+from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
 from hermes_sessions.models import Message, SessionEntry, SessionRecord
 from hermes_sessions.queries import SessionPage, SessionSummary, make_preview
 
@@ -201,7 +201,7 @@ class Transcript:
         platform_id = new.platform_message_id
         owner = None if platform_id is None else self.by_platform_id.get(platform_id)
         if owner is not None and owner != message_id:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"platform message id {platform_id!r} already belongs to message {owner} of "
                 f"session {self.record.id}; give the edit that message's id or another one"
             )

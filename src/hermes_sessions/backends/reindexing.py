@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.protocols import ReindexProgress
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def check_batch_size(batch_size: object) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, int):
         raise TypeError(f"batch_size must be an int, got {type(batch_size).__name__}")
     if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        raise InvalidArgumentError(f"batch_size must be at least 1, got {batch_size}")
     return batch_size
 
 

@@ -17,6 +17,7 @@ from hermes_sessions import text
 from hermes_sessions.exceptions import (
     ConflictError,
     CorruptRecordError,
+    InvalidArgumentError,
     MessageTooLargeError,
     SessionNotFoundError,
     TitleConflictError,
@@ -148,7 +149,7 @@ def check_update(
     increments = dict(increments or {})
     bad = sorted(set(values) - SETTABLE_FIELDS) + sorted(set(increments) - INCREMENTABLE_FIELDS)
     if bad:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"update_session cannot change {bad}; settable: {sorted(SETTABLE_FIELDS)}, "
             f"incrementable: {sorted(INCREMENTABLE_FIELDS)}"
         )
@@ -369,7 +370,9 @@ def check_session_revision(session_id: str, expected: int | None, actual: int) -
 def check_state_target(session_id: str | None, if_revision: int | None) -> None:
     """``update_state``'s arguments: ``if_revision`` needs the session it refers to."""
     if if_revision is not None and session_id is None:
-        raise ValueError("if_revision= needs session_id=: a revision belongs to a session")
+        raise InvalidArgumentError(
+            "if_revision= needs session_id=: a revision belongs to a session"
+        )
     if isinstance(if_revision, bool) or not isinstance(if_revision, int | None):
         raise TypeError(f"if_revision must be an int, got {if_revision!r}")
 

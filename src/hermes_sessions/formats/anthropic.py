@@ -31,6 +31,7 @@ import copy
 import json
 from typing import TYPE_CHECKING, Any, Final
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.formats._common import (
     CONVERSATION_FIELDS,
     leftover_extra,
@@ -209,7 +210,7 @@ def from_anthropic(
             run_open = False
             continue
         if role != "user":
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Anthropic messages have the roles 'user' and 'assistant', not {role!r}"
             )
         pieces = _user_pieces(message.get("content"))
@@ -301,7 +302,7 @@ def to_anthropic(messages: Iterable[Message]) -> JSONObject:
     for message in messages:
         if message.role in SYSTEM_ROLES:
             if out:
-                raise ValueError(
+                raise InvalidArgumentError(
                     "Anthropic takes system text only before the conversation; move this "
                     f"{message.role} message to the start, or send it as user text"
                 )
@@ -324,7 +325,7 @@ def to_anthropic(messages: Iterable[Message]) -> JSONObject:
             out.append(_assistant_message(message))
             run_open = False
         else:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"role {message.role!r} has no place in Anthropic Messages (user, assistant, "
                 "tool, system); map it to one of them before converting"
             )

@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, Final
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.formats._common import (
     CONVERSATION_FIELDS,
     leftover_extra,
@@ -72,7 +73,7 @@ _NULLABLE_CONTENT: Final = frozenset({"assistant", "function"})
 def _role(role: str) -> frozenset[str]:
     keys = ROLE_KEYS.get(role)
     if keys is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"role {role!r} has no place in Chat Completions (roles: {', '.join(ROLE_KEYS)}); "
             "map it to one of them before converting"
         )
@@ -89,7 +90,7 @@ def from_openai_chat(message: Mapping[str, Any]) -> Message:
     """
     role = message.get("role")
     if not isinstance(role, str) or not role:
-        raise ValueError("a Chat Completions message needs a 'role' such as 'user'")
+        raise InvalidArgumentError("a Chat Completions message needs a 'role' such as 'user'")
     name = message.get("name")
     extra, bookkeeping = split_vendor_keys(
         message, ("role", "content", "name", "tool_calls", "tool_call_id"), FORMAT

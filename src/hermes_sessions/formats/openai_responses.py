@@ -32,6 +32,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, Final
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.formats._common import (
     CONVERSATION_FIELDS,
     leftover_extra,
@@ -67,7 +68,7 @@ def _item_to_message(item: Mapping[str, Any]) -> Message:
     if kind == "message" or (kind is None and "role" in item):
         role = item.get("role")
         if not isinstance(role, str) or not role:
-            raise ValueError("a Responses message item needs a 'role' such as 'user'")
+            raise InvalidArgumentError("a Responses message item needs a 'role' such as 'user'")
         extra, bookkeeping = split_vendor_keys(item, ("role", "content"), FORMAT)
         return Message(
             role=role,
@@ -167,7 +168,7 @@ def _message_items(message: Message) -> list[JSONObject]:
         }
         return [_accepted_extra(message, OUTPUT_KEYS, item)]
     if message.role not in MESSAGE_ROLES:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"role {message.role!r} has no place in the Responses API (roles: "
             f"{', '.join(MESSAGE_ROLES)}, tool); map it to one of them before converting"
         )

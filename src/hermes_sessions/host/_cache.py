@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 import attrs
 
 from hermes_sessions.clock import SystemClock
-from hermes_sessions.exceptions import HermesSessionsError
+from hermes_sessions.exceptions import HermesSessionsError, InvalidArgumentError
 from hermes_sessions.models import SessionEntry
 from hermes_sessions.protocols import Clock
 
@@ -70,12 +70,12 @@ class _Slot(Generic[T]):
 
 def _positive_size(_instance: object, _attribute: object, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"max_size must be an int >= 1, got {value!r}")
+        raise InvalidArgumentError(f"max_size must be an int >= 1, got {value!r}")
 
 
 def _ttl(_instance: object, _attribute: object, value: object) -> None:
     if value is not None and (not isinstance(value, timedelta) or value <= timedelta(0)):
-        raise ValueError(f"idle_ttl must be a positive timedelta or None, got {value!r}")
+        raise InvalidArgumentError(f"idle_ttl must be a positive timedelta or None, got {value!r}")
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -125,7 +125,7 @@ class SessionCache(Generic[T]):
 
     def __attrs_post_init__(self) -> None:
         if inspect.iscoroutinefunction(self.on_evict) and self.loop is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "an async on_evict needs an event loop: create the SessionCache inside "
                 "the running loop, or pass loop="
             )

@@ -25,7 +25,11 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Final
 
-from hermes_sessions.exceptions import HermesSessionsError, MissingDependencyError
+from hermes_sessions.exceptions import (
+    HermesSessionsError,
+    InvalidArgumentError,
+    MissingDependencyError,
+)
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import SessionSource
 from hermes_sessions.queries import Visibility
@@ -85,7 +89,9 @@ def parse_requester(text: str) -> SessionSource:
     """
     platform, colon, user_id = text.partition(":")
     if not colon or not platform or not user_id:
-        raise ValueError(f"the requester must be PLATFORM:USER_ID (like telegram:42), got {text!r}")
+        raise InvalidArgumentError(
+            f"the requester must be PLATFORM:USER_ID (like telegram:42), got {text!r}"
+        )
     return SessionSource(platform=platform, chat_type="dm", user_id=user_id)
 
 

@@ -17,6 +17,7 @@ import attrs
 from hermes_sessions import options
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.exceptions import (
+    InvalidArgumentError,
     LockTimeoutError,
     MemoryDriftError,
     StorageError,
@@ -375,7 +376,7 @@ class MemoryStore:
         """Save ``raw`` next to ``path`` under a name no other backup has (O_EXCL)."""
         now = self.clock.now()
         if now.tzinfo is None:
-            raise ValueError("the clock returned a naive datetime; return an aware one")
+            raise InvalidArgumentError("the clock returned a naive datetime; return an aware one")
         stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
         for _ in range(_BACKUP_ATTEMPTS):
             candidate = path.with_name(f"{path.name}.drift-{stamp}-{_random_suffix(4)}.bak")

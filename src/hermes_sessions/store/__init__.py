@@ -4,13 +4,14 @@
 it: ``_rotations`` (rotation plans, the reset policy, the compression lease), ``_lineage``
 (lineage, the compression tip, the branch marker), ``_targets`` (resume targets), ``_titles``,
 ``_edits`` (rewinds, recalls and edits), ``_views`` (listings, grouped search, context),
-``_retention`` (the retention engine) and ``_housekeeping`` (prune, erase, rebuilding routing).
-This package re-exports the public names.
+``_retention`` (the retention engine), ``_incognito`` (lanes kept in memory only) and
+``_housekeeping`` (prune, erase, rebuilding routing). This package re-exports the public names.
 """
 
 from __future__ import annotations
 
 from hermes_sessions.store._housekeeping import EraseReport, PruneReport
+from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
 from hermes_sessions.store._lineage import Lineage, LineageLink
 from hermes_sessions.store._retention import (
     RetentionPolicy,
@@ -24,6 +25,8 @@ from hermes_sessions.store._views import AnchoredView
 __all__ = [
     "AnchoredView",
     "EraseReport",
+    "IncognitoPolicy",
+    "IncognitoRouter",
     "Lineage",
     "LineageLink",
     "PruneReport",

@@ -15,13 +15,14 @@ import attrs
 
 from hermes_sessions.exceptions import (
     ConflictError,
+    InvalidArgumentError,
     SessionInUseError,
     SessionNotFoundError,
     TitleConflictError,
 )
 from hermes_sessions.models import stamped
 from hermes_sessions.protocols import EntryWrite, RotationPlan
-from hermes_sessions.store import _rotations, _state, _titles
+from hermes_sessions.store import _incognito, _rotations, _state, _titles
 from hermes_sessions.store._rotations import SessionLookup
 from hermes_sessions.store._targets import ResumeFilter, TargetResolver
 from hermes_sessions.titles import sanitize_title
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
         SessionRecord,
         SessionSource,
     )
+    from hermes_sessions.protocols import Backend
     from hermes_sessions.store._session_store import SessionStore
 
 __all__ = ["branch", "compress", "delete", "get_or_create", "reset", "resume"]
@@ -46,7 +48,7 @@ DEFAULT_BRANCH_TITLE = "branch"
 def _current(store: SessionStore, key: str, source: SessionSource | None) -> SessionEntry | None:
     """The key's entry; ``None`` on first contact with a ``source``; else not found."""
     if source is not None and store.key_for(source) != key:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"source= builds the key {store.key_for(source)!r}, not {key!r}; pass the source of "
             "the message that carried the command"
         )
@@ -56,6 +58,11 @@ def _current(store: SessionStore, key: str, source: SessionSource | None) -> Ses
             key=key, hint="it has no session yet; pass source= (or call get_or_create first)"
         )
     return entry
+
+
+def _lane_titles(store: SessionStore, key: str | None) -> Backend:
+    """Where the titles of ``key``'s lane are unique: in memory for an incognito lane."""
+    return _incognito.lane_side(store.backend, key)
 
 
 def _first_session(
@@ -85,7 +92,7 @@ def reset(
         assert origin is not None  # noqa: S101  # _current refuses a missing entry without source
         if clean is not None:
             owner = _titles.owner_of_new(store.keys, key, origin)
-            _titles.check_title_free(store.backend, clean, owner, exclude=None)
+            _titles.check_title_free(_lane_titles(store, key), clean, owner, exclude=None)
         if entry is None:
             return _first_session(store, key, origin, clean)
         return store._rotate(  # noqa: SLF001  # the store's own helper
@@ -194,16 +201,16 @@ def branch(
             assert source is not None  # noqa: S101  # _current refuses a missing entry without it
             owner = _titles.owner_of_new(store.keys, key, source)
             if clean is None:
-                clean = _titles.next_title(store.backend, DEFAULT_BRANCH_TITLE, owner)
+                clean = _titles.next_title(_lane_titles(store, key), DEFAULT_BRANCH_TITLE, owner)
             else:
-                _titles.check_title_free(store.backend, clean, owner, exclude=None)
+                _titles.check_title_free(_lane_titles(store, key), clean, owner, exclude=None)
             return _first_session(store, key, source, clean)
         parent = store.session(entry.session_id)
-        owner = _titles.owner(parent)
+        owner, titles = _titles.owner(parent), _lane_titles(store, key)
         if clean is None:
-            clean = _titles.next_title(store.backend, parent.title or DEFAULT_BRANCH_TITLE, owner)
+            clean = _titles.next_title(titles, parent.title or DEFAULT_BRANCH_TITLE, owner)
         else:
-            _titles.check_title_free(store.backend, clean, owner, exclude=None)
+            _titles.check_title_free(titles, clean, owner, exclude=None)
         now = store.clock.now()
         child = _rotations.branch_child(parent, now, clean)
         moved = attrs.evolve(entry, session_id=child.id, updated_at=max(now, entry.updated_at))
@@ -270,15 +277,26 @@ def compress(
         parent = store.session(session_id)
         if parent.is_ended:
             raise ConflictError(session_id=session_id)
-        title = None
-        if parent.title is not None:
-            title = _titles.next_title(store.backend, parent.title, _titles.owner(parent))
+        titles = _lane_titles(store, parent.session_key)
         now = store.clock.now()
-        child = _rotations.compression_child(parent, now, title)
         prepared = [
             store.redact(_rotations.copy(stamped(m, timestamp=m.timestamp or now)))
             for m in messages
         ]
-        written = store.backend.apply(_rotations.compression_plan(parent, child, prepared, now))
+
+        for lost in range(_rotations.MAX_ATTEMPTS):
+            title = None
+            if parent.title is not None:
+                title = _titles.next_title(titles, parent.title, _titles.owner(parent))
+            child = _rotations.compression_child(parent, now, title)
+            try:
+                written = store.backend.apply(
+                    _rotations.compression_plan(parent, child, prepared, now)
+                )
+                break
+            except TitleConflictError:  # the next number was taken meanwhile: number again
+                if title is None or lost + 1 == _rotations.MAX_ATTEMPTS:
+                    raise
+                _rotations.back_off(lost)
     store._notify(_rotations.events(written, parent.id, "compression"))  # noqa: SLF001
     return store.session(child.id)

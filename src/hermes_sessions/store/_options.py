@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from hermes_sessions.models import Message
     from hermes_sessions.policy import ResetPolicies
     from hermes_sessions.protocols import Clock
+    from hermes_sessions.store._incognito import IncognitoPolicy
     from hermes_sessions.store._retention import RetentionPolicy
 
 __all__ = ["DEFAULT_LEASE_TTL", "StoreOptions", "identity"]
@@ -32,6 +33,7 @@ class StoreOptions(TypedDict, total=False):
     redact: Callable[[Message], Message]
     lease_ttl: timedelta
     retention: RetentionPolicy | None
+    incognito: IncognitoPolicy | None
 
 
 def identity(message: Message) -> Message:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 import attrs
 
 from hermes_sessions import serde
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.queries import SessionQuery
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ HOLDER: Final = "hermes-sessions:retention"
 def _optional_age(_instance: object, _attribute: object, value: timedelta | None) -> None:
     candidate: object = value
     if candidate is not None and (not isinstance(candidate, timedelta) or candidate < timedelta(0)):
-        raise ValueError(f"max_age must be a timedelta >= 0 or None, got {value!r}")
+        raise InvalidArgumentError(f"max_age must be a timedelta >= 0 or None, got {value!r}")
 
 
 def _optional_count(minimum: int) -> Callable[[object, attrs.Attribute[int | None], object], None]:
@@ -66,7 +67,9 @@ def _optional_count(minimum: int) -> Callable[[object, attrs.Attribute[int | Non
         if value is None:
             return
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(f"{attribute.name} must be an int >= {minimum} or None, got {value!r}")
+            raise InvalidArgumentError(
+                f"{attribute.name} must be an int >= {minimum} or None, got {value!r}"
+            )
 
     return check
 
@@ -301,7 +304,7 @@ def maintain(
     """:meth:`SessionStore.maintain`; ``busy`` adds keys under active work to ``active_work``."""
     chosen = policy if policy is not None else store.retention
     if chosen is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             "maintain() needs a RetentionPolicy: pass one, or open the store with retention=..."
         )
     return enforce(

@@ -22,7 +22,7 @@ import attrs
 
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.closing import ClosesOnExit
-from hermes_sessions.exceptions import SessionNotFoundError
+from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.keys import KeyPolicy
 from hermes_sessions.models import (
@@ -40,6 +40,7 @@ from hermes_sessions.store import (
     _commands,
     _edits,
     _housekeeping,
+    _incognito,
     _lineage,
     _retention,
     _rotations,
@@ -47,13 +48,13 @@ from hermes_sessions.store import (
     _titles,
     _views,
 )
+from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
 from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
 from hermes_sessions.store._retention import RetentionPolicy
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
 from hermes_sessions.window import ContextWindow, context_window
 
 if TYPE_CHECKING:
-    from hermes_sessions.cipher import Cipher
     from hermes_sessions.models import SessionSource
     from hermes_sessions.queries import (
         SearchHit,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
 __all__ = ["SessionStore", "StoreOptions"]  # StoreOptions lives in _options
 
 logger = logging.getLogger(__name__)
+_ARCHIVED, _UNARCHIVED = {"archived": True}, {"archived": False}
 
 
 @attrs.define(eq=False)
@@ -90,6 +92,7 @@ class SessionStore(ClosesOnExit):
         redact: Applied to every message before it is stored or indexed (secrets, PII).
         lease_ttl: How long a compression lease lasts.
         retention: The default policy of :meth:`maintain` (``None``: pass one each time).
+        incognito: Lanes kept in memory only; ``store.backend`` is then an ``IncognitoRouter``.
 
     .. versionadded:: 0.1.0
     """
@@ -102,7 +105,12 @@ class SessionStore(ClosesOnExit):
     redact: Callable[[Message], Message] = attrs.field(default=identity, kw_only=True)
     lease_ttl: timedelta = attrs.field(default=DEFAULT_LEASE_TTL, kw_only=True)
     retention: RetentionPolicy | None = attrs.field(default=None, kw_only=True)
+    incognito: IncognitoPolicy | None = attrs.field(default=None, kw_only=True)
     _rotate_callbacks: list[Callable[[RotateEvent], None]] = attrs.field(factory=list, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.incognito is not None and not isinstance(self.backend, IncognitoRouter):
+            self.backend = IncognitoRouter.over(self.backend, self.incognito)
 
     def __repr__(self) -> str:
         return f"<SessionStore on {self.backend!r}>"
@@ -114,18 +122,17 @@ class SessionStore(ClosesOnExit):
         backend: Literal["sqlite", "jsonl", "memory", "postgres"] = "sqlite",
         *,
         dsn: str | None = None,
-        cipher: Cipher | None = None,
         **options: Unpack[StoreOptions],
     ) -> SessionStore:
         """Open a store under ``home`` (default: :func:`~hermes_sessions.paths.default_home`).
 
         ``sqlite`` keeps ``<home>/state.db``; ``jsonl`` one file per session in ``<home>/sessions/``
         (journal beside it); ``memory`` nothing; ``postgres`` connects to ``dsn`` (default:
-        ``$HERMES_SESSIONS_DSN``). ``cipher`` encrypts at rest; ``options`` go to the constructor.
+        ``$HERMES_SESSIONS_DSN``). ``options`` go to the store's constructor.
         """
         from hermes_sessions.backends import open_backend  # noqa: PLC0415  # backends load lazily
 
-        opened = open_backend(backend, None if home is None else Path(home), dsn=dsn, cipher=cipher)
+        opened = open_backend(backend, None if home is None else Path(home), dsn=dsn)
         return cls(opened, **options)
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -162,8 +169,12 @@ class SessionStore(ClosesOnExit):
     # -- the per-message entry point ---------------------------------------------------------------
 
     def key_for(self, source: SessionSource) -> str:
-        """The session key of ``source`` under this store's key policy."""
-        return self.keys.build(source)
+        """The session key of ``source`` under this store's key policy (noting incognito lanes)."""
+        return _incognito.note(self.backend, source, self.keys.build(source))
+
+    def is_incognito(self, key_or_session_id: str) -> bool:
+        """Whether a key (or a session) is an incognito lane's: in memory, never persisted."""
+        return _incognito.is_incognito(self.backend, key_or_session_id)
 
     def get_or_create(self, source: SessionSource, *, force_new: bool = False) -> SessionLookup:
         """Return the key's current session, creating or rotating it if needed.
@@ -267,9 +278,8 @@ class SessionStore(ClosesOnExit):
 
     def touch(self, key: str, *, last_prompt_tokens: int | None = None) -> SessionEntry:
         """Record activity on ``key`` without a message."""
-        entry = self.backend.record_activity(
-            key, self.clock.now(), last_prompt_tokens=last_prompt_tokens
-        )
+        tokens = last_prompt_tokens
+        entry = self.backend.record_activity(key, self.clock.now(), last_prompt_tokens=tokens)
         if entry is None:
             raise SessionNotFoundError(key=key, hint="it has no session yet; call get_or_create")
         return entry
@@ -322,8 +332,7 @@ class SessionStore(ClosesOnExit):
 
     def session(self, session_id: str) -> SessionRecord:
         """The record of ``session_id``; ``SessionNotFoundError`` if there is none."""
-        validate_session_id(session_id)
-        record = self.backend.get_session(session_id)
+        record = self.backend.get_session(validate_session_id(session_id))
         if record is None:
             raise SessionNotFoundError(session_id=session_id)
         return record
@@ -394,9 +403,8 @@ class SessionStore(ClosesOnExit):
         """``/branch``: copy the key's transcript into a child session and switch to it.
 
         The child has ``parent_session_id`` and ``model_config["_branched_from"]``; its title is
-        the given one, else the next in the lineage of the current title (or ``"branch"``). The
-        parent ends ``branched``. With ``source``, a key with no session yet gets an empty
-        session with that title.
+        the given one, else the next in the current title's lineage (or ``"branch"``); the parent
+        ends ``branched``. With ``source``, a key with no session gets an empty, titled one.
         """
         return _commands.branch(self, key, source=source, title=title)
 
@@ -442,14 +450,13 @@ class SessionStore(ClosesOnExit):
         """
         validate_session_id(session_id)
         if n < 1:
-            raise ValueError(f"undo needs n >= 1, got {n}")
+            raise InvalidArgumentError(f"undo needs n >= 1, got {n}")
         return _edits.undo(self.backend, session_id, n)
 
     def restore(self, session_id: str, messages: Sequence[Message | int]) -> int:
         """Bring back soft-deleted messages (by message or id); return how many came back."""
-        validate_session_id(session_id)
         ids = [m if isinstance(m, int) else (m.id or 0) for m in messages]
-        return self.backend.set_active(session_id, ids, active=True)
+        return self.backend.set_active(validate_session_id(session_id), ids, active=True)
 
     def retract(self, session_id: str, platform_message_id: str) -> Message | None:
         """The platform recalled a message (撤回): soft-delete it. ``None`` if it is unknown."""
@@ -474,13 +481,11 @@ class SessionStore(ClosesOnExit):
 
     def archive(self, session_id: str) -> SessionRecord:
         """Hide a session from default listings (``archived=True``); nothing is deleted."""
-        validate_session_id(session_id)
-        return self.backend.update_session(session_id, values={"archived": True})
+        return self.backend.update_session(validate_session_id(session_id), values=_ARCHIVED)
 
     def unarchive(self, session_id: str) -> SessionRecord:
         """Bring an archived session back into default listings."""
-        validate_session_id(session_id)
-        return self.backend.update_session(session_id, values={"archived": False})
+        return self.backend.update_session(validate_session_id(session_id), values=_UNARCHIVED)
 
     def delete(self, session_id: str, *, force: bool = False) -> tuple[str, ...]:
         """Delete a session, its messages and their search rows (children are orphaned).
@@ -490,7 +495,7 @@ class SessionStore(ClosesOnExit):
         """
         return _commands.delete(self, session_id, force=force)
 
-    # -- listing, lineage and search ---------------------------------------------------------------
+    # -- listing, lineage, search and context -----------------------------------------------------
 
     def list_sessions(
         self,
@@ -529,8 +534,6 @@ class SessionStore(ClosesOnExit):
         if isinstance(query, str):
             query = SearchQuery(text=query, **filters)
         return _views.search(self.backend, query, group=group)
-
-    # -- context -----------------------------------------------------------------------------------
 
     def messages_around(self, session_id: str, message_id: int, window: int = 5) -> list[Message]:
         """Up to ``window`` active messages on each side of a message, and the message itself."""
@@ -583,7 +586,7 @@ class SessionStore(ClosesOnExit):
         Their sessions, keys, messages, ids, names and user state go; then the files are scrubbed.
         """
         if not user_ids:
-            raise ValueError("erase_user needs at least one user id after the platform")
+            raise InvalidArgumentError("erase_user needs at least one user id after the platform")
         return _housekeeping.erase_user(
             self.backend, platform, user_ids, dry_run=dry_run, app_id=self.keys.namespace
         )

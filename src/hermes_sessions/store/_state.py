@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.state import SessionState, StateScope, normalize_delta
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def changes_of(
     if session_id is None:
         sessions = {scope.parts[0] for scope in delta if scope.kind == "session"}
         if len(sessions) > 1:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "this delta changes the state of several sessions; pass session_id= to say "
                 "which one the change is made through (its revision moves)"
             )

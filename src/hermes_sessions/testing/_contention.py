@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 from hermes_sessions.models import SessionSource
 from hermes_sessions.queries import SessionQuery
 from hermes_sessions.store import SessionStore
-from hermes_sessions.testing._support import ContractBase, run_workers, say
+from hermes_sessions.testing._support import ContractBase, run_threads, run_workers, say
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -79,11 +78,7 @@ class ContentionContract(ContractBase):
             except Exception as error:  # noqa: BLE001  # reported by the assertion below
                 failures.append(error)
 
-        threads = [threading.Thread(target=work, args=(w,)) for w in range(WORKERS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        run_threads(work, workers=WORKERS)
         assert failures == [], [f"{type(f).__name__}: {f}" for f in failures]
         _check_branches(backend, WORKERS * ROUNDS, WORKERS * ROUNDS)
 

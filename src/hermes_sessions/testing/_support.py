@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import stat
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ __all__ = [
     "minutes",
     "private_mode_problems",
     "record",
+    "run_threads",
     "run_workers",
     "say",
     "seed",
@@ -91,6 +93,15 @@ def run_workers(target: Callable[..., None], *args: Any, workers: int = 4) -> li
     for process in processes:
         process.join()
     return [process.exitcode for process in processes]
+
+
+def run_threads(target: Callable[[int], None], *, workers: int) -> None:
+    """Run ``target(worker)`` in ``workers`` threads at once and wait for all of them."""
+    threads = [threading.Thread(target=target, args=(w,)) for w in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def say(content: Any, role: str = "user", **fields: Any) -> Message:

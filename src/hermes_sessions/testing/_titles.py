@@ -9,7 +9,14 @@ import pytest
 
 from hermes_sessions.exceptions import TitleConflictError
 from hermes_sessions.protocols import RotationPlan
-from hermes_sessions.testing._support import T0, ContractBase, record, run_workers, seed
+from hermes_sessions.testing._support import (
+    T0,
+    ContractBase,
+    record,
+    run_threads,
+    run_workers,
+    seed,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -68,11 +75,7 @@ class TitleContract(ContractBase):
             except TitleConflictError:
                 refused.append(worker)
 
-        threads = [threading.Thread(target=work, args=(w,)) for w in range(RACERS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        run_threads(work, workers=RACERS)
         assert len(_holders(backend)) == 1
         assert len(refused) == RACERS - 1
 

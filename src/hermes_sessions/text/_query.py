@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.text._tokens import (
     SEPARATOR,
     Stream,
@@ -66,7 +67,7 @@ _TOKEN_UNSAFE: Final = re.compile("[\x00-\x2f\x3a-\x60\x7b-\x7f\ud800-\udfff]")
 
 def _token_text(_instance: object, _attribute: Any, value: str) -> None:
     if not value or _TOKEN_UNSAFE.search(value) is not None:
-        raise ValueError(
+        raise InvalidArgumentError(
             "a token pattern needs the non-empty text of a token, without ASCII punctuation, "
             f"spaces or upper-case letters (as index_tokens() gives), got {value!r}"
         )
@@ -91,9 +92,9 @@ class TokenPattern:
 
 def _patterns(_instance: object, _attribute: Any, value: tuple[TokenPattern, ...]) -> None:
     if not value:
-        raise ValueError("a phrase needs at least one token pattern")
+        raise InvalidArgumentError("a phrase needs at least one token pattern")
     if any(pattern.prefix for pattern in value[:-1]):
-        raise ValueError("only the last token pattern of a phrase may be a prefix")
+        raise InvalidArgumentError("only the last token pattern of a phrase may be a prefix")
 
 
 @attrs.frozen
@@ -121,7 +122,7 @@ class Phrase:
 
 def _some_phrases(_instance: object, _attribute: Any, value: tuple[Phrase, ...]) -> None:
     if not value:
-        raise ValueError("a clause needs at least one phrase")
+        raise InvalidArgumentError("a clause needs at least one phrase")
 
 
 @attrs.frozen

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.text._query import stream_spans
 from hermes_sessions.text._tokens import stream
 from hermes_sessions.text._windows import match_window
@@ -94,7 +95,7 @@ def make_snippet(
     .. versionadded:: 0.1.0
     """
     if max_tokens < 1:
-        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        raise InvalidArgumentError(f"max_tokens must be at least 1, got {max_tokens}")
     window = match_window(text, query)  # a long text: only a window around a match
     low, high = window if window is not None else (0, len(text))
     tokens = stream(text[low:high] if window is not None else text)

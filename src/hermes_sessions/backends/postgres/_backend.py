@@ -47,7 +47,7 @@ from hermes_sessions.backends.rules import (
 )
 from hermes_sessions.checks import make_report
 from hermes_sessions.closing import ClosesOnExit
-from hermes_sessions.exceptions import BackendClosedError, StorageError
+from hermes_sessions.exceptions import BackendClosedError, InvalidArgumentError, StorageError
 from hermes_sessions.protocols import Capabilities
 from hermes_sessions.queries import SessionPage, SessionSummary, encode_cursor
 
@@ -132,7 +132,7 @@ class PostgresBackend(Connections, ClosesOnExit):
         """Open the database named by ``dsn``, else by ``$HERMES_SESSIONS_DSN``."""
         chosen = dsn if dsn is not None else os.environ.get(DSN_VARIABLE)
         if not chosen:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "the postgres backend needs a DSN: pass dsn='postgresql://user@host/db' or set "
                 f"{DSN_VARIABLE}"
             )

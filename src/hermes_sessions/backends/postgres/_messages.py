@@ -30,7 +30,7 @@ from hermes_sessions.backends.rules import (
     revision_step,
     tool_call_count,
 )
-from hermes_sessions.exceptions import SessionNotFoundError
+from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -272,7 +272,7 @@ def replace_one(
             (seq, enc(platform_id), message_id),
         ).fetchone()
         if clash is not None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"platform message id {platform_id!r} already belongs to message {clash[0]} "
                 f"of session {session_id}; give the edit that message's id or another one"
             )

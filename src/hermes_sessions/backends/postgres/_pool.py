@@ -37,6 +37,7 @@ from hermes_sessions import crashpoints
 from hermes_sessions.exceptions import (
     BackendClosedError,
     CorruptRecordError,
+    InvalidArgumentError,
     LockTimeoutError,
     StorageError,
 )
@@ -88,7 +89,7 @@ def guarded(method: Callable[Concatenate[C, P], R]) -> Callable[Concatenate[C, P
 
 def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ValueError(f"{attribute.name} must be a positive number, got {value!r}")
+        raise InvalidArgumentError(f"{attribute.name} must be a positive number, got {value!r}")
 
 
 def _optional_positive(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -103,7 +104,7 @@ def _schema_name(_instance: object, attribute: attrs.Attribute[Any], value: obje
         or len(value.encode()) > _IDENTIFIER_BYTES
         or "\x00" in value
     ):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{attribute.name} must be a PostgreSQL identifier of 1-63 bytes, got {value!r}"
         )
 
@@ -154,7 +155,7 @@ class Connections:
 
     def _open_pool(self) -> None:
         if self.min_size > self.max_size:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"min_size ({self.min_size}) must not exceed max_size ({self.max_size})"
             )
         pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(

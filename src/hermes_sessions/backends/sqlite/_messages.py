@@ -30,7 +30,7 @@ from hermes_sessions.backends.sqlite._rows import (
 )
 from hermes_sessions.backends.sqlite._schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME, message_tokens
 from hermes_sessions.backends.sqlite._sessions import seq_of
-from hermes_sessions.exceptions import SessionNotFoundError
+from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
 
 if TYPE_CHECKING:
     import sqlite3
@@ -302,7 +302,7 @@ def replace_one(
             (seq, platform_id, message_id),
         ).fetchone()
         if clash is not None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"platform message id {platform_id!r} already belongs to message {clash[0]} "
                 f"of session {session_id}; give the edit that message's id or another one"
             )
