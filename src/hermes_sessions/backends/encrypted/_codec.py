@@ -24,7 +24,7 @@ stores plain ones, so nothing below this module knows about the cipher.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, cast
 
 import attrs
 
@@ -57,6 +57,14 @@ TITLE: Final = "hermes_title"
 PLAIN_MESSAGE_FIELDS: Final = frozenset(
     {"id", "session_id", "active", "role", "timestamp", "token_count", "finish_reason"}
 )
+
+
+class _Searchable(NamedTuple):
+    """The fields :func:`text.searchable_text` reads, from a decrypted message payload."""
+
+    content: Any
+    tool_calls: Any
+    tool_name: Any
 
 
 def _sealable(values: Mapping[str, Any]) -> bool:
@@ -139,6 +147,15 @@ class Codec:
             active=message.active,
             extra={SEALED: self.cipher.encrypt(compact_json(payload, ascii_only=True))},
         )
+
+    def searchable_text(self, message: Message) -> str:
+        """:func:`text.searchable_text` of a sealed message's clear form, without building it."""
+        sealed = message.extra.get(SEALED)
+        if not isinstance(sealed, str):
+            raise DecryptionError(None, "a stored message carries no envelope")
+        data = json.loads(self.cipher.decrypt(sealed))
+        probe = _Searchable(data.get("content"), data.get("tool_calls"), data.get("tool_name"))
+        return text.searchable_text(cast("Message", probe))
 
     def open_message(self, message: Message) -> Message:
         """The message in the clear from its sealed form."""

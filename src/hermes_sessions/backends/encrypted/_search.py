@@ -101,7 +101,7 @@ def _scan(backend: EncryptedBackend, query: SearchQuery, parsed: text.Query) -> 
     """Decrypt every message of the sessions the filters accept and match them in memory."""
     codec = backend.codec
     records: dict[str, SessionRecord] = {}
-    messages: list[Message] = []
+    sealed_messages: list[Message] = []
     index = text.SearchIndex()
     page = backend.inner.list_sessions(SessionQuery(limit=None))
     for item in page.items:
@@ -113,9 +113,9 @@ def _scan(backend: EncryptedBackend, query: SearchQuery, parsed: text.Query) -> 
         for sealed in stored:
             if not query.accepts_message(sealed):  # role, time and flag are in the clear
                 continue
-            message = codec.open_message(sealed)
-            index.add(len(messages), text.searchable_text(message))
-            messages.append(message)
+            # Only the searchable fields are needed to index; whole messages are built for hits.
+            index.add(len(sealed_messages), codec.searchable_text(sealed))
+            sealed_messages.append(sealed)
     scored = index.search(parsed)
-    pairs = [(messages[document], score) for document, score in scored]
+    pairs = [(codec.open_message(sealed_messages[doc]), score) for doc, score in scored]
     return rank_hits(pairs, query, parsed, records.__getitem__)
