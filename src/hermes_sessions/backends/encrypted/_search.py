@@ -84,16 +84,15 @@ def _narrowed_scan(
     codec = backend.codec
     wide = attrs.evolve(query, text=narrowing, limit=None, offset=0, order="rank")
     records: dict[str, SessionRecord] = {}
-    messages: list[Message] = []
+    sealed_messages: list[Message] = []
     index = text.SearchIndex()
     for hit in backend.inner.search(wide):
         if hit.session.id not in records:
             records[hit.session.id] = codec.open_record(hit.session)
-        message = codec.open_message(hit.message)
-        index.add(len(messages), text.searchable_text(message))
-        messages.append(message)
+        index.add(len(sealed_messages), codec.searchable_text(hit.message))
+        sealed_messages.append(hit.message)
     scored = index.search(parsed)
-    pairs = [(messages[document], score) for document, score in scored]
+    pairs = [(codec.open_message(sealed_messages[doc]), score) for doc, score in scored]
     return rank_hits(pairs, query, parsed, records.__getitem__)
 
 
