@@ -154,7 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"raw floor, two fsynced appends per turn without the library: {floor:,.0f} turns/s")
         print(f"library turn rate / raw floor at {large:,} keys: {medians[large] / floor:.2f}")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"peak memory of this process: {peak:,.0f} MiB (every process caches its directory)")
+        print(
+            f"peak memory of this process: {peak:,.0f} MiB "
+            "(each process caches entries, summaries and the transcripts it used)"
+        )
     return 0
 
 

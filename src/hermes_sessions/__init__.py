@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         parse_session_key,
         session_key_parts,
     )
+    from hermes_sessions.legacy_keys import read_session_key
     from hermes_sessions.memory import MemoryResult, MemorySnapshot, MemoryStore
     from hermes_sessions.models import (
         Message,
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
         AnchoredView,
         EraseReport,
         IncognitoPolicy,
+        KeyMigrationReport,
         Lineage,
         LineageLink,
         PruneReport,
@@ -168,6 +170,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "parse_session_key",
         "session_key_parts",
     ),
+    "hermes_sessions.legacy_keys": ("read_session_key",),
     "hermes_sessions.memory": ("MemoryResult", "MemorySnapshot", "MemoryStore"),
     "hermes_sessions.results": ("AppendResult",),
     "hermes_sessions.models": (
@@ -197,6 +200,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "AnchoredView",
         "EraseReport",
         "IncognitoPolicy",
+        "KeyMigrationReport",
         "Lineage",
         "LineageLink",
         "PruneReport",
@@ -253,6 +257,7 @@ __all__ = [
     "InvalidSourceError",
     "InvalidTitleError",
     "InvalidValueError",
+    "KeyMigrationReport",
     "KeyPolicy",
     "LeaseHeldError",
     "Lineage",
@@ -315,6 +320,7 @@ __all__ = [
     "next_reset_at",
     "next_title_in_lineage",
     "parse_session_key",
+    "read_session_key",
     "sanitize_title",
     "session_key_parts",
     "title_key",

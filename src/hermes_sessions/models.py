@@ -73,8 +73,10 @@ EndReason: TypeAlias = Literal[
     "compression",
     "branched",
     "pruned",
+    "key_merged",
 ]
-"""Why the library ends a session. Hosts may end sessions with reasons of their own, so
+"""Why the library ends a session (``key_merged``: a key migration merged it into another key's
+history, see ``docs/key-migration.md``). Hosts may end sessions with reasons of their own, so
 ``SessionRecord.end_reason`` and the backends' ``end_session`` take any string.
 
 .. versionadded:: 0.1.0

@@ -127,10 +127,15 @@ class RotationPlan:
        ``copy_messages_from``'s transcript, read in this same transaction;
     2. every session in ``reopen`` loses its end reason;
     3. every key pointing at ``from`` in ``repoint`` is re-pointed at ``to`` (revision bumped);
-    4. every ``entries`` write is stored;
-    5. every ``(session_id, reason)`` in ``end`` is ended at ``at`` (first reason wins) —
-       *unless some key still points at it* after steps 3-4: a session shared by several keys
+    4. every key in ``delete`` loses its entry;
+    5. every ``entries`` write is stored;
+    6. every ``(session_id, session_key)`` in ``rekey`` sets that record's ``session_key``;
+    7. every ``(session_id, reason)`` in ``end`` is ended at ``at`` (first reason wins) —
+       *unless some key still points at it* after steps 3-5: a session shared by several keys
        ends only when the last one leaves it.
+
+    ``delete`` and ``rekey`` serve :meth:`SessionStore.migrate_keys`; a key is never both
+    deleted and written by one plan (``ValueError``).
 
     .. versionadded:: 0.1.0
     """
@@ -148,6 +153,18 @@ class RotationPlan:
     reasons beside :data:`~hermes_sessions.models.EndReason`)."""
     require_open: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     """Sessions that must not have ended (else ``ConflictError``)."""
+    delete: tuple[tuple[str, int], ...] = attrs.field(default=(), converter=_tuple)
+    """``(key, expected_revision)``: remove the entry, checked like an :class:`EntryWrite`
+    (a missing entry or another revision is a ``ConflictError``).
+
+    .. versionadded:: 0.1.0
+    """
+    rekey: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_tuple)
+    """``(session_id, session_key)``: rewrite the key a record was created under (the
+    session must exist, else ``SessionNotFoundError``; its revision does not move).
+
+    .. versionadded:: 0.1.0
+    """
     copy_state_from: str | None = None
     """A session whose session-scope state ``create`` starts with (compression and branch copy
     it; a reset does not). Needs ``create``; the session must exist (else
@@ -163,6 +180,10 @@ class RotationPlan:
             raise InvalidArgumentError("RotationPlan.copy_state_from needs a session to create")
         if self.copy_messages_from is not None and self.create is None:
             raise InvalidArgumentError("RotationPlan.copy_messages_from needs a session to create")
+        written = {write.entry.session_key for write in self.entries}
+        both = sorted(written.intersection(key for key, _ in self.delete))
+        if both:
+            raise InvalidArgumentError(f"RotationPlan deletes and writes the same keys {both}")
 
 
 # -- the two layers --------------------------------------------------------------------------------

@@ -9,20 +9,38 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 from typing import TYPE_CHECKING
+
+from hermes_sessions.exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
-    from datetime import timedelta
 
-    from hermes_sessions.store import RetentionReport
+    from hermes_sessions.store import RetentionPolicy, RetentionReport
 
-__all__ = ["run_schedule"]
+__all__ = ["check_schedule", "run_schedule"]
 
 logger = logging.getLogger(__name__)
 
 _sleep = asyncio.sleep
 """How the schedule waits between passes (the tests drive it through this)."""
+
+
+def check_schedule(
+    every: timedelta, policy: RetentionPolicy | None, running: asyncio.Task[None] | None
+) -> None:
+    """Refuse a schedule without a positive interval or a policy, or beside a running one."""
+    if every <= timedelta(0):
+        raise InvalidArgumentError(
+            f"start_maintenance(every) must be a positive timedelta, got {every}"
+        )
+    if policy is None:
+        raise InvalidArgumentError(
+            "start_maintenance needs a policy, or a store opened with retention="
+        )
+    if running is not None and not running.done():
+        raise RuntimeError("maintenance already runs on this store; cancel its task first")
 
 
 async def run_schedule(

@@ -1,11 +1,12 @@
 """AsyncSessionStore: the session store for asyncio hosts.
 
 Every method is a coroutine that runs the synchronous :class:`~hermes_sessions.store.SessionStore`
-method in a worker thread, so the event loop never blocks on disk or database I/O. Operations on
-one session key are serialised in the event loop: two messages of one chat are processed in order
-and can never race each other into two sessions. Use :meth:`AsyncSessionStore.turn` to hold a
-key for a whole turn (look up the session, call the model, append the reply); inside the block,
-and in tasks started from it, the same key's operations run without waiting for the turn::
+method in a worker thread (writes in a pool of their own, ``_writers``), so the event loop never
+blocks on disk or database I/O. Operations on one session key are serialised in the event loop:
+two messages of one chat are processed in order and never race into two sessions. Use
+:meth:`AsyncSessionStore.turn` to hold a key for a whole turn (look up the session, call the
+model, append the reply); inside the block, and in tasks it starts, the key's operations run
+without waiting for the turn::
 
     async with store.turn(source) as turn:
         if await store.seen(turn.key, message.platform_message_id) is None:
@@ -22,20 +23,19 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Self, TypeVar, Unpack
 
 import attrs
 
-from hermes_sessions.aio._maintenance import run_schedule
+from hermes_sessions.aio import _maintenance, _migration
 from hermes_sessions.aio._ownership import KeyLocks
-from hermes_sessions.exceptions import InvalidArgumentError
+from hermes_sessions.aio._writers import WritePool
 from hermes_sessions.models import SessionEntry
 from hermes_sessions.store import SessionLookup, SessionStore
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
-    from datetime import datetime
+    from datetime import datetime, timedelta
     from pathlib import Path
     from types import TracebackType
 
@@ -132,6 +132,7 @@ class AsyncSessionStore:
         validator=attrs.validators.optional(attrs.validators.instance_of(Executor)),
     )
     _keys: KeyLocks = attrs.field(factory=KeyLocks, init=False)
+    _writes: WritePool = attrs.field(factory=WritePool, init=False)  # see _writers
     _turns: dict[str, list[Turn]] = attrs.field(factory=dict, init=False)
     _loop: asyncio.AbstractEventLoop | None = attrs.field(default=None, init=False)
     _callbacks: set[asyncio.Future[None]] = attrs.field(factory=set, init=False)
@@ -177,6 +178,7 @@ class AsyncSessionStore:
         if self._callbacks:
             await asyncio.gather(*self._callbacks, return_exceptions=True)
         await self._run(self.store.close)
+        self._writes.shutdown()
 
     async def __aenter__(self) -> Self:
         return self
@@ -285,7 +287,7 @@ class AsyncSessionStore:
         self, key: str, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs
     ) -> R:
         async with self._keys.hold(key):
-            return await self._run(function, *args, **kwargs)
+            return await self._writes.run(self._executor, function, *args, **kwargs)
 
     # -- key operations (serialised per key) -------------------------------------------------------
 
@@ -357,7 +359,8 @@ class AsyncSessionStore:
         if_revision: int | None = None,
     ) -> AppendResult:
         """Async :meth:`SessionStore.append`."""
-        return await self._run(
+        return await self._writes.run(
+            self._executor,
             self.store.append,
             session_id,
             *messages,
@@ -379,13 +382,17 @@ class AsyncSessionStore:
         if_revision: int | None = None,
     ) -> SessionRecord | None:
         """Async :meth:`SessionStore.update_state`."""
-        return await self._run(
-            self.store.update_state, delta, session_id=session_id, if_revision=if_revision
+        return await self._writes.run(
+            self._executor,
+            self.store.update_state,
+            delta,
+            session_id=session_id,
+            if_revision=if_revision,
         )
 
     async def record_usage(self, session_id: str, usage: Usage) -> SessionRecord:
         """Async :meth:`SessionStore.record_usage`."""
-        return await self._run(self.store.record_usage, session_id, usage)
+        return await self._writes.run(self._executor, self.store.record_usage, session_id, usage)
 
     async def messages(
         self,
@@ -572,18 +579,9 @@ class AsyncSessionStore:
         failing pass is logged and retried next time. Cancel the returned task to stop early;
         :meth:`aclose` stops it. One schedule per store: starting another while one runs raises.
         """
-        if every <= timedelta(0):
-            raise InvalidArgumentError(
-                f"start_maintenance(every) must be a positive timedelta, got {every}"
-            )
-        if policy is None and self.store.retention is None:
-            raise InvalidArgumentError(
-                "start_maintenance needs a policy, or a store opened with retention="
-            )
-        if self._maintenance is not None and not self._maintenance.done():
-            raise RuntimeError("maintenance already runs on this store; cancel its task first")
+        _maintenance.check_schedule(every, policy or self.store.retention, self._maintenance)
         task = asyncio.get_running_loop().create_task(
-            run_schedule(functools.partial(self.maintain, policy), every, on_report),
+            _maintenance.run_schedule(functools.partial(self.maintain, policy), every, on_report),
             name="hermes-sessions retention",
         )
         self._maintenance = task
@@ -592,6 +590,8 @@ class AsyncSessionStore:
     async def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
         """Async :meth:`SessionStore.erase_user`."""
         return await self._run(self.store.erase_user, platform, *user_ids, dry_run=dry_run)
+
+    migrate_keys = _migration.migrate_keys  # async SessionStore.migrate_keys, a dry run by default
 
     async def rebuild_routing(self) -> int:
         """Async :meth:`SessionStore.rebuild_routing`."""

@@ -404,8 +404,13 @@ class InMemoryBackend(ClosesOnExit):
                 self._state[session_scope(plan.create.id)] = copied
         for session_id in plan.reopen:
             self.reopen_session(session_id)
+        for key in resolved.deleted:
+            self._table.delete(key)
         for entry in resolved.written:
             self._table.put(entry)
+        for session_id, key in plan.rekey:
+            transcript = self._sessions[session_id]
+            transcript.record = attrs.evolve(transcript.record, session_key=key)
         for session_id, reason in resolved.end:
             self.end_session(session_id, reason, at=plan.at)
         return resolved.written

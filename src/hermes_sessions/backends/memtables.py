@@ -370,6 +370,8 @@ class ResolvedPlan:
     """Every entry stored, in order, with its new revision (a key may appear twice)."""
     end: list[tuple[str, str]]
     """``(session_id, reason)`` of sessions no key points at after the plan, in plan order."""
+    deleted: list[str] = attrs.Factory(list)
+    """Keys whose entry the plan removes (before ``written`` is stored)."""
 
 
 @attrs.define
@@ -381,8 +383,19 @@ class _PlannedIndex:
     members: dict[str, set[str]] = attrs.Factory(dict)
     written: list[SessionEntry] = attrs.Factory(list)
 
+    removed: set[str] = attrs.Factory(set)
+
     def current(self, key: str) -> SessionEntry | None:
+        if key in self.removed:
+            return None
         return self.overlay[key] if key in self.overlay else self.table.get(key)
+
+    def remove(self, key: str) -> None:
+        previous = self.current(key)
+        if previous is not None:
+            self.keys_at(previous.session_id).discard(key)
+        self.overlay.pop(key, None)
+        self.removed.add(key)
 
     def keys_at(self, session_id: str) -> set[str]:
         if session_id not in self.members:
@@ -423,6 +436,8 @@ def resolve_plan(
             entry = planned.current(key)
             assert entry is not None  # noqa: S101  # listed by keys_at
             planned.store(attrs.evolve(entry, session_id=target), entry.revision)
+    for key, _ in plan.delete:
+        planned.remove(key)
     for write in plan.entries:
         now = planned.current(write.entry.session_key)
         expected = write.expected_revision
@@ -433,4 +448,5 @@ def resolve_plan(
     end = [
         (session_id, reason) for session_id, reason in plan.end if not planned.keys_at(session_id)
     ]
-    return ResolvedPlan(written=planned.written, end=end)
+    deleted = [key for key, _ in plan.delete]
+    return ResolvedPlan(written=planned.written, end=end, deleted=deleted)

@@ -413,6 +413,8 @@ def check_plan(
     for write in plan.entries:
         key = write.entry.session_key
         check_revision(key, write.expected_revision, revision_of(key))
+    for key, expected in plan.delete:
+        check_revision(key, expected, revision_of(key))
     for session_id in plan.require_open:
         ended = ended_of(session_id)
         if ended is None:
@@ -423,7 +425,7 @@ def check_plan(
     if created is not None and ended_of(created) is not None:
         raise ConflictError(session_id=created)
     needed = [w.entry.session_id for w in plan.entries] + [t for _, t in plan.repoint]
-    needed += list(plan.reopen) + [s for s, _ in plan.end]
+    needed += list(plan.reopen) + [s for s, _ in plan.end] + [s for s, _ in plan.rekey]
     needed += [s for s in (plan.copy_state_from, plan.copy_messages_from) if s is not None]
     for session_id in dict.fromkeys(needed):
         if session_id != created and ended_of(session_id) is None:

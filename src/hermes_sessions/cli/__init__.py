@@ -115,6 +115,11 @@ def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per 
     prune.add_argument("--max-size", help="keep the store under a size such as 500MB or 2G")
     prune.add_argument("--source", action="append", help="only this platform (repeatable)")
     prune.add_argument("--yes", action="store_true", help="really delete (default: dry run)")
+    migrate = _command(commands, "migrate-keys", "move keys to a changed key policy")
+    migrate.add_argument("--from", dest="old", default="", help="the old policy (docs/cli.md)")
+    migrate.add_argument("--to", dest="new", required=True, help="the new policy, same form")
+    migrate.add_argument("--refuse-collisions", action="store_true", help="leave colliding keys")
+    migrate.add_argument("--yes", action="store_true", help="really move (default: dry run)")
     erase = _command(commands, "erase-user", "erase one user's data on one platform")
     erase.add_argument("platform")
     erase.add_argument("user", nargs="+", help="the user's ids there (canonical and alternate)")
@@ -160,7 +165,7 @@ def _positive(text: str) -> int:
 
 
 def _handlers() -> dict[str, Callable[[SessionStore, argparse.Namespace, TextIO], int]]:
-    from hermes_sessions.cli import _manage, _read  # noqa: PLC0415  # keeps --help fast
+    from hermes_sessions.cli import _manage, _migrate, _read  # noqa: PLC0415  # keeps --help fast
 
     return {
         "list": _read.cmd_list,
@@ -172,6 +177,7 @@ def _handlers() -> dict[str, Callable[[SessionStore, argparse.Namespace, TextIO]
         "archive": _manage.cmd_archive,
         "delete": _manage.cmd_delete,
         "prune": _manage.cmd_prune,
+        "migrate-keys": _migrate.cmd_migrate_keys,
         "erase-user": _manage.cmd_erase_user,
         "export": _manage.cmd_export,
         "import": _manage.cmd_import,

@@ -4,8 +4,9 @@
 it: ``_rotations`` (rotation plans, the reset policy, the compression lease), ``_lineage``
 (lineage, the compression tip, the branch marker), ``_targets`` (resume targets), ``_titles``,
 ``_edits`` (rewinds, recalls and edits), ``_views`` (listings, grouped search, context),
-``_retention`` (the retention engine), ``_incognito`` (lanes kept in memory only) and
-``_housekeeping`` (prune, erase, rebuilding routing). This package re-exports the public names.
+``_retention`` (the retention engine), ``_incognito`` (lanes kept in memory only),
+``_migration`` (key migration) and ``_housekeeping`` (prune, erase, rebuilding routing). This
+package re-exports the public names.
 """
 
 from __future__ import annotations
@@ -13,6 +14,15 @@ from __future__ import annotations
 from hermes_sessions.store._housekeeping import EraseReport, PruneReport
 from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
 from hermes_sessions.store._lineage import Lineage, LineageLink
+from hermes_sessions.store._migration import (
+    KEY_MERGED,
+    Collisions,
+    KeyMerge,
+    KeyMigrationReport,
+    KeyMove,
+    KeySkip,
+    SkipReason,
+)
 from hermes_sessions.store._retention import (
     RetentionPolicy,
     RetentionRemoval,
@@ -23,10 +33,16 @@ from hermes_sessions.store._session_store import SessionStore, StoreOptions
 from hermes_sessions.store._views import AnchoredView
 
 __all__ = [
+    "KEY_MERGED",
     "AnchoredView",
+    "Collisions",
     "EraseReport",
     "IncognitoPolicy",
     "IncognitoRouter",
+    "KeyMerge",
+    "KeyMigrationReport",
+    "KeyMove",
+    "KeySkip",
     "Lineage",
     "LineageLink",
     "PruneReport",
@@ -36,5 +52,6 @@ __all__ = [
     "RotateEvent",
     "SessionLookup",
     "SessionStore",
+    "SkipReason",
     "StoreOptions",
 ]

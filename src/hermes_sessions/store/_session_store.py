@@ -42,6 +42,7 @@ from hermes_sessions.store import (
     _housekeeping,
     _incognito,
     _lineage,
+    _migration,
     _retention,
     _rotations,
     _state,
@@ -591,10 +592,9 @@ class SessionStore(ClosesOnExit):
             self.backend, platform, user_ids, dry_run=dry_run, app_id=self.keys.namespace
         )
 
-    def rebuild_routing(self) -> int:
-        """Recreate missing routing entries from the ``session_key`` kept on session records.
+    migrate_keys = _migration.migrate_keys
+    """Move every key to a changed ``KeyPolicy``'s (a dry run): ``docs/key-migration.md``."""
 
-        Each key without an entry gets its most recently active open session back (see
-        ``docs/concepts.md``); existing entries stay. Returns how many entries were created.
-        """
+    def rebuild_routing(self) -> int:
+        """Give keys without an entry their newest open session again (from records); count."""
         return _housekeeping.rebuild_routing(self.backend)

@@ -36,6 +36,7 @@ from hermes_sessions.testing._durability import DurabilityContract
 from hermes_sessions.testing._messages import AppendContract, ReadContract, RewriteContract
 from hermes_sessions.testing._plans import PlanContract
 from hermes_sessions.testing._redelivery import RedeliveryContract, UsageContract
+from hermes_sessions.testing._rekeying import KeyRewriteContract
 from hermes_sessions.testing._routing import RoutingContract
 from hermes_sessions.testing._search import SearchContract
 from hermes_sessions.testing._sessions import ListingContract, SessionContract
@@ -60,6 +61,7 @@ class BackendContract(
     ReadContract,
     RewriteContract,
     PlanContract,
+    KeyRewriteContract,
     SearchContract,
     ValueContract,
     WidthContract,

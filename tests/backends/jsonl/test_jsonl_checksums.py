@@ -124,7 +124,8 @@ def test_a_lost_line_in_the_middle_of_a_session_file_is_corruption(backend, dire
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:2] + lines[3:]))
     with pytest.raises(CorruptRecordError, match=r"3 lines.*4") as info:
-        JSONLBackend(directory)
+        # after a compaction, opening reads no session file: the first read of it finds it
+        JSONLBackend(directory).get_messages("s1")
     assert info.value.path == path
 
 

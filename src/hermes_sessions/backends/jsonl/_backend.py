@@ -5,7 +5,8 @@ one line per message or metadata change), ``journal.jsonl`` (every write, in ord
 ``routing.jsonl`` (the routing index as of the last compaction). ``docs/jsonl.md`` describes
 the files, the locking and the crash-recovery protocol.
 
-Each process keeps the whole directory in memory and catches up from the files before every
+Each process keeps every entry and session summary in memory, and the transcripts it used
+last; it opens from the snapshot and journal alone and catches up from the files before every
 call, reading only what other processes wrote since; writes take one directory-wide lock.
 """
 
@@ -32,9 +33,10 @@ from hermes_sessions.backends.jsonl._journal import (
     Remove,
     Touch,
 )
+from hermes_sessions.backends.jsonl._listing import summary_page
 from hermes_sessions.backends.jsonl._repair import BACKUPS, DroppedLine, RepairReport, repair
 from hermes_sessions.backends.jsonl._session_records import Active, End, Reopen, Update
-from hermes_sessions.backends.memtables import Transcript, resolve_plan, session_page
+from hermes_sessions.backends.memtables import Transcript, resolve_plan
 from hermes_sessions.backends.rules import (
     apply_update,
     check_message_sizes,
@@ -59,7 +61,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
-    from hermes_sessions.backends.jsonl._cache import State
     from hermes_sessions.checks import CheckReport
     from hermes_sessions.models import JSONObject, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
@@ -88,12 +89,18 @@ def _wrapped(method: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def _optional_count(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        options.positive_int(instance, attribute, value)
+
+
 def _open_engine(backend: JSONLBackend) -> DirectoryEngine:
     engine = DirectoryEngine(
         backend.directory,
         sync_writes=backend.durability == "full",
         lock_timeout=backend.lock_timeout,
         compact_threshold=backend.compact_threshold,
+        cache_sessions=backend.cache_sessions,
     )
     return engine.open()
 
@@ -132,6 +139,9 @@ class JSONLBackend(ClosesOnExit):
     )
     """Messages larger than this (their JSON form, in UTF-8 bytes) are refused with
     ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default, as on every backend."""
+    cache_sessions: int | None = attrs.field(default=1_000, kw_only=True, validator=_optional_count)
+    """How many transcripts each process keeps in memory at most (the least recently used are
+    dropped and read again when needed); ``None``: every one. Opening reads no session file."""
     _engine: DirectoryEngine = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
 
     def __attrs_post_init__(self) -> None:
@@ -167,8 +177,8 @@ class JSONLBackend(ClosesOnExit):
         old files. Costs a rewrite of the whole directory.
         """
         with self._engine.writing() as state:
-            for cached in list(state.sessions.values()):
-                self._rewrite(cached.transcript.copy())
+            for session_id in list(state.sessions):
+                self._rewrite(state.transcript(session_id).copy())
             self._engine.compact()
         shutil.rmtree(self.directory / BACKUPS, ignore_errors=True)
 
@@ -250,10 +260,10 @@ class JSONLBackend(ClosesOnExit):
         with self._engine.writing() as state:
             existing = state.sessions.get(record.id)
             if existing is not None:
-                return existing.transcript.record
+                return existing.record
             check_title_free(record, _state.records(state))
             self._engine.create(self._engine.next_tx, NewSession(fresh_record(record), 1))
-            return self._engine.state.sessions[record.id].transcript.record
+            return self._engine.state.sessions[record.id].record
 
     @_wrapped
     def get_session(self, session_id: str) -> SessionRecord | None:
@@ -261,7 +271,7 @@ class JSONLBackend(ClosesOnExit):
         validate_session_id(session_id)
         with self._engine.reading() as state:
             cached = state.sessions.get(session_id)
-            return None if cached is None else cached.transcript.record
+            return None if cached is None else cached.record
 
     @_wrapped
     def update_session(
@@ -276,31 +286,31 @@ class JSONLBackend(ClosesOnExit):
         validate_session_id(session_id)
         with self._engine.writing() as state:
             cached = _state.session_file(state, session_id)
-            updated = apply_update(cached.transcript.record, changes, amounts)
+            updated = apply_update(cached.record, changes, amounts)
             if "title" in changes:
                 check_title_free(updated, _state.records(state))
             if changes or amounts:
                 stored = {name: getattr(updated, name) for name in changes}
                 self._write(session_id, [Update(self._engine.next_tx, stored, amounts)])
-            return self._engine.state.sessions[session_id].transcript.record
+            return self._engine.state.sessions[session_id].record
 
     @_wrapped
     def end_session(self, session_id: str, reason: str, *, at: datetime) -> SessionRecord:
         """End a session; the first reason wins."""
         validate_session_id(session_id)
         with self._engine.writing() as state:
-            if not _state.session_file(state, session_id).transcript.record.is_ended:
+            if not _state.session_file(state, session_id).record.is_ended:
                 self._write(session_id, [End(self._engine.next_tx, reason, at)])
-            return self._engine.state.sessions[session_id].transcript.record
+            return self._engine.state.sessions[session_id].record
 
     @_wrapped
     def reopen_session(self, session_id: str) -> SessionRecord:
         """Clear a session's end."""
         validate_session_id(session_id)
         with self._engine.writing() as state:
-            if _state.session_file(state, session_id).transcript.record.is_ended:
+            if _state.session_file(state, session_id).record.is_ended:
                 self._write(session_id, [Reopen(self._engine.next_tx)])
-            return self._engine.state.sessions[session_id].transcript.record
+            return self._engine.state.sessions[session_id].record
 
     @_wrapped
     def delete_session(self, session_id: str) -> bool:
@@ -312,7 +322,7 @@ class JSONLBackend(ClosesOnExit):
             children = sorted(
                 child
                 for child, cached in state.sessions.items()
-                if cached.transcript.record.parent_session_id == session_id
+                if cached.record.parent_session_id == session_id
             )
             self._engine.remove(Remove(self._engine.next_tx, session_id, tuple(children)))
             return True
@@ -321,7 +331,7 @@ class JSONLBackend(ClosesOnExit):
     def list_sessions(self, query: SessionQuery) -> SessionPage:
         """Return one page of sessions matching ``query``."""
         with self._engine.reading() as state:
-            return session_page(query, (cached.transcript for cached in state.sessions.values()))
+            return summary_page(query, state.sessions.values())
 
     # -- messages ----------------------------------------------------------------------------------
 
@@ -392,7 +402,7 @@ class JSONLBackend(ClosesOnExit):
         """Return messages in insertion order, optionally a window of them."""
         validate_session_id(session_id)
         with self._engine.reading() as state:
-            return _state.session_file(state, session_id).transcript.select(
+            return state.transcript(session_id).select(
                 after_id=after_id,
                 before_id=before_id,
                 limit=limit,
@@ -406,7 +416,7 @@ class JSONLBackend(ClosesOnExit):
         validate_session_id(session_id)
         with self._engine.reading() as state:
             cached = state.sessions.get(session_id)
-            return None if cached is None else cached.transcript.messages.get(message_id)
+            return None if cached is None else state.transcript(session_id).messages.get(message_id)
 
     @_wrapped
     def find_message(self, session_id: str, platform_message_id: str) -> Message | None:
@@ -416,8 +426,9 @@ class JSONLBackend(ClosesOnExit):
             cached = state.sessions.get(session_id)
             if cached is None:
                 return None
-            message_id = cached.transcript.by_platform_id.get(platform_message_id)
-            return None if message_id is None else cached.transcript.messages[message_id]
+            transcript = state.transcript(session_id)
+            message_id = transcript.by_platform_id.get(platform_message_id)
+            return None if message_id is None else transcript.messages[message_id]
 
     @_wrapped
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
@@ -425,11 +436,11 @@ class JSONLBackend(ClosesOnExit):
         validate_session_id(session_id)
         check_message_sizes([message], self.max_message_bytes)
         with self._engine.writing() as state:
-            copy = _state.session_file(state, session_id).transcript.copy()
+            copy = state.transcript(session_id).copy()
             copy.replace(message_id, message)
             copy.bump()
             self._rewrite(copy)
-            return self._engine.state.sessions[session_id].transcript.messages[message_id]
+            return self._engine.state.transcript(session_id).messages[message_id]
 
     @_wrapped
     def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
@@ -437,13 +448,13 @@ class JSONLBackend(ClosesOnExit):
         validate_session_id(session_id)
         check_message_sizes(messages, self.max_message_bytes)
         with self._engine.writing() as state:
-            copy = _state.session_file(state, session_id).transcript.copy()
+            copy = state.transcript(session_id).copy()
             copy.clear()
             plan = copy.prepare(messages)
             copy.add(plan.new)
             copy.bump()
             self._rewrite(copy)
-            stored = self._engine.state.sessions[session_id].transcript.messages
+            stored = self._engine.state.transcript(session_id).messages
             return [stored[message.id or 0] for message in plan.result]
 
     @_wrapped
@@ -451,7 +462,7 @@ class JSONLBackend(ClosesOnExit):
         """Soft-delete or restore messages (one appended line); return how many changed."""
         validate_session_id(session_id)
         with self._engine.writing() as state:
-            messages = _state.session_file(state, session_id).transcript.messages
+            messages = state.transcript(session_id).messages
             changed = tuple(
                 message_id
                 for message_id in sorted(set(message_ids))
@@ -466,7 +477,7 @@ class JSONLBackend(ClosesOnExit):
         """Delete messages for good (the file is rewritten); return how many were deleted."""
         validate_session_id(session_id)
         with self._engine.writing() as state:
-            copy = _state.session_file(state, session_id).transcript.copy()
+            copy = state.transcript(session_id).copy()
             deleted = copy.delete(message_ids)
             if deleted:
                 copy.bump()
@@ -493,7 +504,7 @@ class JSONLBackend(ClosesOnExit):
         """
         check_message_sizes(plan.messages, self.max_message_bytes)
         with self._engine.writing() as state:
-            resolved = resolve_plan(plan, state.table, self._record_of(state))
+            resolved = resolve_plan(plan, state.table, _state.record_of(state))
             copied: dict[str, JSONObject] = {}
             if plan.copy_state_from is not None and plan.create is not None:
                 _state.session_file(state, plan.copy_state_from)  # it must exist
@@ -504,16 +515,16 @@ class JSONLBackend(ClosesOnExit):
             reopened: list[str] = []
             for session_id in dict.fromkeys(plan.reopen):
                 cached = state.sessions.get(session_id)  # None: the session being created
-                if cached is not None and cached.transcript.record.is_ended:
+                if cached is not None and cached.record.is_ended:
                     reopened.append(session_id)
             create = None
             append_to = None
             appended: tuple[Message, ...] = ()
             first = list(plan.messages)
             if plan.copy_messages_from is not None:
-                source = _state.session_file(state, plan.copy_messages_from).transcript
+                source = state.transcript(plan.copy_messages_from)
                 first = first_messages(plan, source.active())
-            ending = self._plan_ends(state, resolved.end, plan.reopen)
+            ending = _state.plan_ends(state, resolved.end, plan.reopen)
             if plan.create is not None:
                 existing = state.sessions.get(plan.create.id)
                 if existing is None:
@@ -528,7 +539,7 @@ class JSONLBackend(ClosesOnExit):
                     create = NewSession(created.record, created.next_id, messages)
                 else:
                     append_to = plan.create.id
-                    appended = existing.transcript.prepare(first).new
+                    appended = state.transcript(plan.create.id).prepare(first).new
             record = Plan(
                 tx,
                 plan.at,
@@ -539,30 +550,11 @@ class JSONLBackend(ClosesOnExit):
                 end=tuple(ending.items()),
                 entries=tuple(resolved.written),
                 state=copied,
+                deletes=tuple(resolved.deleted),
+                rekey=plan.rekey,
             )
             self._engine.apply_plan(record)
             return resolved.written
-
-    @staticmethod
-    def _record_of(state: State) -> Callable[[str], SessionRecord | None]:
-        def record_of(session_id: str) -> SessionRecord | None:
-            cached = state.sessions.get(session_id)
-            return None if cached is None else cached.transcript.record
-
-        return record_of
-
-    @staticmethod
-    def _plan_ends(
-        state: State, ends: list[tuple[str, str]], reopen: Sequence[str]
-    ) -> dict[str, str]:
-        """The sessions a plan really ends: not ended already (unless reopened first), once."""
-        ending: dict[str, str] = {}
-        for session_id, reason in ends:
-            cached = state.sessions.get(session_id)
-            ended = cached is not None and cached.transcript.record.is_ended
-            if session_id not in ending and (not ended or session_id in reopen):
-                ending[session_id] = reason
-        return ending
 
     # -- leases ------------------------------------------------------------------------------------
 
@@ -587,8 +579,11 @@ class JSONLBackend(ClosesOnExit):
 
     @_wrapped
     def search(self, query: SearchQuery) -> list[SearchHit]:
-        """Search every message with the shared text engine (an index kept in memory)."""
+        """Search every message with the shared text engine (an index kept in memory).
+
+        The first search of a process reads every session file and builds the index; from
+        then on the process holds every transcript (see ``docs/jsonl.md``).
+        """
         with self._engine.reading() as state:
-            return state.index.search(
-                query, lambda session_id: state.sessions[session_id].transcript
-            )
+            state.enable_search()
+            return state.index.search(query, state.transcript)

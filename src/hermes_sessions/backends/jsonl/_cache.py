@@ -11,8 +11,10 @@ check everything (raising ``CorruptRecordError`` with the file and line), then
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
+from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -29,7 +31,6 @@ from hermes_sessions.backends.jsonl._journal import (
     Rewrite,
     StateChange,
     Touch,
-    Void,
     Write,
 )
 from hermes_sessions.backends.jsonl._lines import Chunk, Line, read_chunk, require_checksums
@@ -47,16 +48,16 @@ from hermes_sessions.backends.jsonl._session_records import (
     Update,
     parse_session_line,
 )
+from hermes_sessions.backends.jsonl._snapshot import Summary
 from hermes_sessions.backends.memtables import EntryTable, MessageIndex, Transcript
-from hermes_sessions.backends.rules import apply_update, session_scope
+from hermes_sessions.backends.rules import apply_update, missing_session, session_scope
 from hermes_sessions.exceptions import CorruptRecordError
-from hermes_sessions.models import JSONObject
+from hermes_sessions.models import JSONObject, SessionRecord
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from pathlib import Path
 
-    from hermes_sessions.backends.jsonl._snapshot import Snapshot
     from hermes_sessions.models import Message
 
 __all__ = [
@@ -67,10 +68,8 @@ __all__ = [
     "SessionFile",
     "State",
     "Tail",
-    "apply_changes",
     "apply_lines",
     "apply_record",
-    "change_kinds",
     "load_session",
     "read_tail",
     "set_scopes",
@@ -83,13 +82,19 @@ Parsed = tuple[Line, SessionLine]
 
 @attrs.define(eq=False)
 class SessionFile:
-    """One session as cached: its transcript, how far its file was read, and its version.
+    """One session as cached: its summary, how far its file was read, and its version.
 
-    ``version`` is the transaction of the last journal record that changed the file; processes
-    compare it with the snapshot's to find the files that changed while they were not looking.
+    ``loaded`` is the whole transcript while it is in the cache (read on demand, dropped when
+    the cache is full); the summary — record, next message id, listing preview — is always
+    here, so routing and listing never read the file. ``version`` is the transaction of the
+    last journal record that changed the file; processes compare it with the snapshot's to
+    find the files that changed while they were not looking.
     """
 
-    transcript: Transcript
+    summary_record: SessionRecord
+    """The record while the transcript is not loaded (:attr:`record` is always current)."""
+    summary_next_id: int
+    summary_preview: str | None
     offset: int
     """Bytes read: the end of the last complete line."""
     lines: int
@@ -99,6 +104,48 @@ class SessionFile:
     checksums: bool = True
     """Whether every line carries a checksum (format 2; a format 1 file awaits migration)."""
     version: int = 0
+    loaded: Transcript | None = None
+
+    @classmethod
+    def of(cls, transcript: Transcript, offset: int, lines: int, **kwargs: Any) -> SessionFile:
+        """A cached file whose transcript is loaded."""
+        return cls(
+            transcript.record, transcript.next_id, None, offset, lines, loaded=transcript, **kwargs
+        )
+
+    @classmethod
+    def summarised(cls, summary: Summary, lines: int, version: int) -> SessionFile:
+        """A cached file known from its snapshot summary only (nothing read)."""
+        return cls(
+            summary.record, summary.next_id, summary.preview, summary.size, lines, version=version
+        )
+
+    @property
+    def record(self) -> SessionRecord:
+        """The session's record, exact as of the last catch-up."""
+        return self.summary_record if self.loaded is None else self.loaded.record
+
+    @property
+    def next_id(self) -> int:
+        """The next message id."""
+        return self.summary_next_id if self.loaded is None else self.loaded.next_id
+
+    @property
+    def preview(self) -> str | None:
+        """The listing preview (the first active user message, shortened)."""
+        return self.summary_preview if self.loaded is None else self.loaded.preview()
+
+    def summary(self) -> Summary:
+        """What the snapshot keeps of the session."""
+        return Summary(self.record, self.next_id, self.preview, self.offset)
+
+    def unload(self) -> None:
+        """Drop the transcript, keeping the summary."""
+        if self.loaded is not None:
+            self.summary_record = self.loaded.record
+            self.summary_next_id = self.loaded.next_id
+            self.summary_preview = self.loaded.preview()
+            self.loaded = None
 
 
 @attrs.frozen
@@ -143,13 +190,15 @@ def _check_order(parsed: Iterable[Parsed], next_id: int, path: Path) -> None:
             next_id = message_id + 1
 
 
-def load_session(path: Path, session_id: str) -> Loaded:
+def load_session(path: Path, session_id: str, *, end: int | None = None) -> Loaded:
     """Read a whole session file into a new :class:`SessionFile` (version 0).
 
-    Raises ``FileNotFoundError`` if there is no file, ``CorruptRecordError`` if it is malformed
-    and ``IncompatibleStoreError`` if a newer library wrote it.
+    With ``end``, only that many bytes are read (what the index accounts for: lines another
+    process is appending right now are left for the next catch-up). Raises
+    ``FileNotFoundError`` if there is no file, ``CorruptRecordError`` if it is malformed and
+    ``IncompatibleStoreError`` if a newer library wrote it.
     """
-    chunk = read_chunk(path, offset=0, first_line=1)
+    chunk = read_chunk(path, offset=0, first_line=1, end=end)
     first = chunk.lines[0] if chunk.lines else None
     header = (
         None
@@ -177,7 +226,7 @@ def load_session(path: Path, session_id: str) -> Loaded:
         record = attrs.evolve(record, message_count=0, tool_call_count=0)
     transcript = Transcript(record=record, next_id=header.next_id)
     apply_lines(transcript, (p[1] for p in parsed[1:]), quiet_tx=header.tx)
-    cached = SessionFile(
+    cached = SessionFile.of(
         transcript, chunk.end, chunk.last_line, newest_tx=parsed[-1][1].tx, checksums=checksums
     )
     return Loaded(cached, parsed, chunk)
@@ -189,7 +238,7 @@ def read_tail(path: Path, current: SessionFile, session_id: str) -> Tail:
     if current.checksums:
         require_checksums(chunk, path)
     parsed = _parse(chunk, path, session_id)
-    _check_order(parsed, current.transcript.next_id, path)
+    _check_order(parsed, current.next_id, path)
     return Tail(parsed, chunk)
 
 
@@ -267,7 +316,12 @@ def trailing_group(parsed: list[Parsed], tx: int) -> tuple[int, int | None]:
 
 @attrs.define(eq=False)
 class State:
-    """One process's cache of the whole directory."""
+    """One process's cache of a directory: every entry and session summary, some transcripts.
+
+    Transcripts are read on demand (:meth:`transcript`, through ``loader``) and the least
+    recently used are dropped once more than ``cache_sessions`` are held. The search index is
+    built on the first search (:meth:`enable_search`); from then on every transcript is held.
+    """
 
     table: EntryTable = attrs.Factory(EntryTable)
     sessions: dict[str, SessionFile] = attrs.Factory(dict)
@@ -279,13 +333,83 @@ class State:
     """The newest transaction read."""
     journal_records: int = 0
     """Journal records since the snapshot (drives compaction)."""
+    cache_sessions: int | None = None
+    """How many transcripts are held at most (``None``: all)."""
+    loader: Callable[[str], Transcript] | None = None
+    """Reads the transcript of a cached session (the engine's on-demand read)."""
+    searching: bool = False
+    """Whether the search index is built (then every transcript is held and indexed)."""
+    _recent: OrderedDict[str, None] = attrs.Factory(OrderedDict)
+
+    def transcript(self, session_id: str) -> Transcript:
+        """The whole transcript of ``session_id``, read if needed; ``SessionNotFoundError``."""
+        cached = self.sessions.get(session_id)
+        if cached is None:
+            raise missing_session(session_id)
+        if cached.loaded is None:
+            assert self.loader is not None  # noqa: S101  # set by the engine
+            transcript = self.loader(session_id)
+            cached = self.sessions.get(session_id)  # the read may have caught up
+            if cached is None:
+                raise missing_session(session_id)
+            if cached.loaded is None:
+                cached.loaded = transcript
+        self.hold(session_id)
+        return cached.loaded
+
+    def hold(self, session_id: str, *, trim: bool = True) -> None:
+        """Mark a loaded transcript most recently used; drop the oldest beyond the bound."""
+        self._recent[session_id] = None
+        self._recent.move_to_end(session_id)
+        if trim:
+            self.trim()
+
+    def trim(self) -> None:
+        """Drop the least recently used transcripts beyond the bound."""
+        bound = self.cache_sessions
+        if bound is None or self.searching:
+            return
+        while len(self._recent) > max(bound, 1):
+            oldest, _ = self._recent.popitem(last=False)
+            cached = self.sessions.get(oldest)
+            if cached is not None:
+                cached.unload()
+
+    def forget(self, session_id: str) -> None:
+        """The session left the cache (deleted, or replaced by a fresh read)."""
+        self._recent.pop(session_id, None)
+
+    @property
+    def held(self) -> int:
+        """How many transcripts are loaded."""
+        return len(self._recent)
+
+    def enable_search(self) -> None:
+        """Build the search index over every message (each file is read once)."""
+        if self.searching:
+            return
+        self.searching = True  # no transcript is dropped from here on
+        try:
+            for session_id in list(self.sessions):
+                if session_id in self.sessions:
+                    self.transcript(session_id)
+        except BaseException:
+            self.searching = False
+            self.trim()
+            raise
+        for cached in self.sessions.values():
+            assert cached.loaded is not None  # noqa: S101  # read just above
+            for message in cached.loaded.messages.values():
+                self.index.add(message)
 
 
-Kind = Literal["tail", "reload", "drop"]
-"""How a reader catches up with one session file: read its tail, read it whole, or forget it."""
+Kind = Literal["tail", "reload", "drop", "summary"]
+"""How a reader catches up with one session file: read its tail, read it whole, forget it, or
+take the snapshot's summary of it (reading nothing)."""
 
-Change = Loaded | Tail | None
-"""What catching up does to one cached session: reload it, extend it, or drop it (``None``)."""
+Change = Loaded | Tail | Summary | None
+"""What catching up does to one cached session: reload it, extend it, install the snapshot's
+summary, or drop it (``None``)."""
 
 
 def touched_sessions(record: JournalRecord) -> list[tuple[str, Kind]]:
@@ -343,6 +467,9 @@ def apply_record(  # noqa: C901, PLR0912  # one branch per record type
         plans[record.tx] = record
     elif isinstance(record, Commit):
         plan = plans.pop(record.tx, None)
+        for key in plan.deletes if plan is not None else ():
+            if table.get(key) is not None:
+                table.delete(key)
         for entry in plan.entries if plan is not None else ():
             table.put(entry)
         if plan is not None:
@@ -367,77 +494,3 @@ def set_scopes(scopes: dict[str, JSONObject], values: Mapping[str, JSONObject]) 
 def _touch_session(table: EntryTable, session_id: str, at: datetime) -> None:
     for key in list(table.keys_of(session_id)):
         table.touch(key, at)
-
-
-# -- catching up: which files changed, then one step that cannot fail ----------------------------
-
-
-def change_kinds(
-    sessions: dict[str, SessionFile], records: list[JournalRecord], base: Snapshot | None
-) -> dict[str, Kind]:
-    """How to catch up with each session file that ``records`` (or a new ``base``) changed."""
-    kinds: dict[str, Kind] = {}
-    if base is not None:
-        for session_id, version in base.versions.items():
-            cached = sessions.get(session_id)
-            if cached is None or cached.version != version:
-                kinds[session_id] = "reload"
-        kinds.update({sid: "drop" for sid in sessions if sid not in base.versions})
-    for record in records:
-        for session_id, kind in touched_sessions(record):
-            if kind == "tail":
-                kinds.setdefault(session_id, "tail")
-            else:
-                kinds[session_id] = kind
-    return kinds
-
-
-def apply_changes(
-    state: State, records: list[JournalRecord], changes: dict[str, Change], base: Snapshot | None
-) -> None:
-    """Change the cache: the snapshot ``base`` (if any), the files read, then the records.
-
-    Everything was read and checked before, so nothing here can fail.
-    """
-    if base is not None:
-        state.table = EntryTable()
-        for entry in base.entries:
-            state.table.put(entry)
-        state.leases = dict(base.leases)
-        state.scopes = dict(base.scopes)
-        state.last_tx = base.last_tx
-        state.journal_records = 0
-    for session_id, change in changes.items():
-        _install(state, session_id, change, base)
-    voided = {record.tx for record in records if isinstance(record, Void)}
-    plans: dict[int, Plan] = {}
-    for record in records:
-        state.last_tx = max(state.last_tx, record.tx)
-        state.journal_records += 1
-        apply_record(state, record, voided, plans)
-
-
-def _install(state: State, session_id: str, change: Change, base: Snapshot | None) -> None:
-    old = state.sessions.get(session_id)
-    if isinstance(change, Tail):
-        assert old is not None  # noqa: S101  # tails are read from cached files only
-        for message in apply_lines(old.transcript, (p[1] for p in change.parsed)):
-            state.index.add(message)
-        old.offset = change.chunk.end
-        old.lines = change.chunk.last_line
-        if change.parsed:
-            old.newest_tx = change.parsed[-1][1].tx
-        return
-    if old is not None:
-        for message_id in old.transcript.messages:
-            state.index.remove(session_id, message_id)
-        del state.sessions[session_id]
-    if change is not None:
-        fresh = change.session
-        if base is not None:
-            fresh.version = base.versions.get(session_id, 0)
-        elif old is not None:
-            fresh.version = old.version
-        state.sessions[session_id] = fresh
-        for message in fresh.transcript.messages.values():
-            state.index.add(message)

@@ -10,7 +10,9 @@ Two passes, both reusing what already guards the data:
    with the checks it always runs: the line counts the journal announces against each session
    file, and every session file on disk against the index (:mod:`._verify`). Like every
    reader of the directory, it completes a write a killed process left unfinished at the
-   journal's end (under the lock); that is the only thing ``check()`` may write.
+   journal's end (under the lock); that is the only thing ``check()`` may write. It reads
+   every session file (ignoring the snapshot's summaries), then compares each summary with
+   the file it summarises, unless the journal changed that file since.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def storage_problems(directory: Path, *, lock_timeout: float) -> list[CheckProbl
         sync_writes=False,
         lock_timeout=lock_timeout,
         compact_threshold=_NEVER_COMPACT,
+        use_summaries=False,  # read every session file: check the summaries against them
     )
     looker = LineChecker(engine, directory / BACKUPS / "unused", dry_run=True)
     problems: list[CheckProblem] = []
@@ -62,6 +65,30 @@ def storage_problems(directory: Path, *, lock_timeout: float) -> list[CheckProbl
                 engine.sync()
             except CorruptRecordError as error:
                 problems.append(corrupt_problem(error, "storage"))
+            else:
+                problems.extend(_summary_problems(engine))
     finally:
         engine.close()
+    return problems
+
+
+def _summary_problems(engine: DirectoryEngine) -> list[CheckProblem]:
+    """Sessions whose snapshot summary does not match their file (read whole just before)."""
+    snapshot = engine.read_snapshot()
+    if snapshot is None:
+        return []
+    problems = []
+    for session_id, summary in sorted(snapshot.summaries.items()):
+        cached = engine.state.sessions.get(session_id)
+        if cached is None or cached.version != snapshot.versions.get(session_id):
+            continue  # changed since the snapshot: the journal accounts for it
+        if summary != cached.summary():
+            problems.append(
+                CheckProblem(
+                    "storage",
+                    str(engine.session_path(session_id)),
+                    "the snapshot's summary of this session (record, next id, preview, length) "
+                    "does not match its file; run repair()",
+                )
+            )
     return problems

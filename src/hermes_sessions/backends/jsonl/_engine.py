@@ -1,9 +1,10 @@
 """The JSONL backend's engine: the directory lock, catching up, recovery and the commit protocol.
 
-Every process keeps a cache (:class:`State`) of the whole directory and *catches up* before it
-serves a call: it reads the journal from where it stopped and re-reads only the session files
-that the new journal records name (tails from the remembered offset; whole files after a
-rewrite). A call that finds the journal unchanged (same inode, same size) needs no lock at all.
+Every process caches (:class:`State`) every entry and session summary, and the transcripts it
+used last (read on demand, :mod:`._ondemand`), and *catches up* before it serves a call: it
+reads the journal from where it stopped and re-reads only the session files its new records
+name (tails from the remembered offset; whole files after a rewrite or when not cached). A
+call that finds the journal unchanged (same inode, same size) needs no lock at all.
 
 Writes run under one directory-wide exclusive lock and follow one rule: **announce, then
 change**. The journal record of a write is appended (and fsynced) *before* the session files
@@ -22,6 +23,7 @@ which keeps recovery to a look at one record.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from pathlib import Path
@@ -33,15 +35,15 @@ import filelock
 from hermes_sessions import crashpoints
 from hermes_sessions.backends.jsonl._cache import (
     Change,
-    SessionFile,
+    Loaded,
     State,
-    apply_changes,
-    change_kinds,
+    Tail,
     load_session,
     read_tail,
     touched_sessions,
     trailing_group,
 )
+from hermes_sessions.backends.jsonl._catchup import apply_changes, change_kinds
 from hermes_sessions.backends.jsonl._journal import (
     Commit,
     Create,
@@ -65,6 +67,7 @@ from hermes_sessions.backends.jsonl._lines import (
     truncate,
 )
 from hermes_sessions.backends.jsonl._migrate import migrate, needs_migration
+from hermes_sessions.backends.jsonl._ondemand import load_transcript
 from hermes_sessions.backends.jsonl._session_records import (
     CHECKSUMS_SINCE,
     encode,
@@ -76,7 +79,12 @@ from hermes_sessions.backends.jsonl._snapshot import (
     read_snapshot,
     snapshot_lines,
 )
-from hermes_sessions.backends.jsonl._verify import check_line_counts, cross_check
+from hermes_sessions.backends.jsonl._verify import (
+    check_end,
+    check_line_counts,
+    cross_check,
+    missing_file,
+)
 from hermes_sessions.exceptions import (
     BackendClosedError,
     CorruptRecordError,
@@ -123,10 +131,13 @@ class DirectoryEngine:
     """Seconds to wait for the directory lock before ``LockTimeoutError``."""
     compact_threshold: int = attrs.field(kw_only=True)
     """Journal records (at least) after which a write compacts the journal first."""
+    cache_sessions: int | None = attrs.field(default=None, kw_only=True)
+    """How many transcripts the cache holds at most (``None``: every one)."""
+    use_summaries: bool = attrs.field(default=True, kw_only=True)
+    """Whether snapshot summaries stand in for reading session files (``check()``: no)."""
     verify_files: bool = attrs.field(default=True, kw_only=True)
-    """Whether catching up checks the session files against the index: their line counts, and
-    (reading the whole index) that every file is listed (``repair()`` reads without, then
-    reconciles the two itself)."""
+    """Whether catching up checks session files against the index: line counts, and that every
+    file is listed (``repair()`` reads without, then reconciles the two itself)."""
     sessions_dir: Path = attrs.field(
         init=False, default=attrs.Factory(lambda self: self.directory / SESSIONS, takes_self=True)
     )
@@ -136,7 +147,7 @@ class DirectoryEngine:
     snapshot_path: Path = attrs.field(
         init=False, default=attrs.Factory(lambda self: self.directory / SNAPSHOT, takes_self=True)
     )
-    state: State = attrs.field(init=False, factory=State)
+    state: State = attrs.field(init=False)
     """The cache of the directory, exact as of the last catch-up."""
     closed: bool = attrs.field(init=False, default=False)
     _mutex: threading.RLock = attrs.field(init=False, factory=threading.RLock)
@@ -150,6 +161,7 @@ class DirectoryEngine:
     _completed_tx: int = attrs.field(init=False, default=0)
 
     def __attrs_post_init__(self) -> None:
+        self.state = self._empty_state()
         make_private_dir(self.directory)
         make_private_dir(self.sessions_dir)
         self._lock = filelock.FileLock(
@@ -219,7 +231,16 @@ class DirectoryEngine:
             if self._journal_fd is not None:
                 os.close(self._journal_fd)
                 self._journal_fd = None
-            self.state = State()
+            self.state = self._empty_state()
+
+    def _empty_state(self) -> State:
+        loader = functools.partial(load_transcript, self)
+        return State(cache_sessions=self.cache_sessions, loader=loader)
+
+    @property
+    def locked(self) -> bool:
+        """Whether this process holds the directory lock."""
+        return self._lock.is_locked
 
     def _check_open(self) -> None:
         if self.closed:
@@ -358,22 +379,22 @@ class DirectoryEngine:
     def _gather(self, records: list[JournalRecord], base: Snapshot | None) -> dict[str, Change]:
         """Phase one: read and check every session file the records (or the snapshot) changed."""
         changes: dict[str, Change] = {}
-        for session_id, kind in change_kinds(self.state.sessions, records, base).items():
+        kinds = change_kinds(self.state, records, base, summaries=self.use_summaries)
+        for session_id, kind in kinds.items():
             cached = self.state.sessions.get(session_id)
             path = self.session_path(session_id)
             if kind == "drop":
                 changes[session_id] = None
+            elif kind == "summary":
+                assert base is not None  # noqa: S101  # summaries come with a snapshot
+                changes[session_id] = base.summaries[session_id]
             elif kind == "tail" and cached is not None:
                 changes[session_id] = read_tail(path, cached, session_id)
             else:
                 try:
                     changes[session_id] = load_session(path, session_id)
                 except FileNotFoundError as error:
-                    raise CorruptRecordError(
-                        f"session {session_id} is in the index but its file is missing; "
-                        "run JSONLBackend.repair()",
-                        path=path,
-                    ) from error
+                    raise missing_file(session_id, path) from error
         return changes
 
     # -- recovery ----------------------------------------------------------------------------------
@@ -404,7 +425,7 @@ class DirectoryEngine:
         if not isinstance(last, Write) or last.tx == self._completed_tx:
             return False
         change = changes[last.session]
-        assert change is not None  # noqa: S101  # a write names an existing session
+        assert isinstance(change, Loaded | Tail)  # noqa: S101  # a write's file was read
         count, start = trailing_group(change.parsed, last.tx)
         if count >= last.lines:
             return False
@@ -502,30 +523,12 @@ class DirectoryEngine:
         data = b"".join(encode(line.to_json()) for line in lines)
         cached = self.state.sessions[session_id]
         path = self.session_path(session_id)
-        self._check_end(path, cached)
+        check_end(path, cached)
         self._journal_append([Write(tx, session_id, len(lines), touch, state or {})])
         append_lines(path, data, expected_size=cached.offset, sync=self.sync_writes)
         crashpoints.reached("jsonl.after_files")
         self._completed_tx = tx
         self.sync()
-
-    def _check_end(self, path: Path, cached: SessionFile) -> None:
-        """Before an append: cut a torn last line; refuse lines the journal never announced."""
-        size = path.stat().st_size
-        if size == cached.offset:
-            return
-        if size > cached.offset:
-            chunk = read_chunk(path, offset=cached.offset, first_line=cached.lines + 1)
-            if not chunk.lines:
-                truncate(path, cached.offset, sync=False)
-                return
-        raise CorruptRecordError(
-            f"the file is {size} bytes, but the journal accounts for {cached.offset}: it was "
-            "changed by another program; stop every process using the directory and run "
-            "JSONLBackend.repair()",
-            path=path,
-            line=cached.lines + 1,
-        )
 
     def create(self, tx: int, new: NewSession) -> None:
         """Create a session file."""
@@ -576,7 +579,10 @@ class DirectoryEngine:
         the old journal, whose records the snapshot already covers (they are skipped by tx).
         """
         state = self.state
-        files = {session_id: (f.version, f.lines) for session_id, f in state.sessions.items()}
+        files = {
+            session_id: (f.version, f.lines, f.summary() if f.checksums else None)
+            for session_id, f in state.sessions.items()
+        }
         data = snapshot_lines(
             state.last_tx, state.table.listing(), state.leases, files, state.scopes
         )

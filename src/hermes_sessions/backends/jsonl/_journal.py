@@ -24,6 +24,7 @@ from hermes_sessions.backends.jsonl._session_records import (
     Orphan,
     Reopen,
     SessionLine,
+    Update,
     message_json,
     read_message,
     record_json,
@@ -251,6 +252,10 @@ class Plan:
     entries: tuple[SessionEntry, ...] = ()
     state: dict[str, JSONObject] = attrs.field(factory=dict)
     """State scopes set with the commit (the created session's copy of another's)."""
+    deletes: tuple[str, ...] = ()
+    """Keys whose entries go with the commit (before ``entries`` are stored)."""
+    rekey: tuple[tuple[str, str], ...] = ()
+    """``(session_id, session_key)``: an ``update`` line setting the record's key."""
 
     def to_json(self) -> JSONObject:
         out: JSONObject = {"op": "plan", "tx": self.tx, "at": dump_datetime(self.at)}
@@ -266,6 +271,10 @@ class Plan:
         out["entries"] = [unstructure(e) for e in self.entries]
         if self.state:
             out["state"] = self.state
+        if self.deletes:
+            out["deletes"] = list(self.deletes)
+        if self.rekey:
+            out["rekey"] = [list(pair) for pair in self.rekey]
         return out
 
     def groups(self) -> dict[str, list[SessionLine]]:
@@ -275,6 +284,8 @@ class Plan:
             groups[self.append_to] = [MessageLine(self.tx, m) for m in self.messages]
         for session_id in self.reopen:
             groups.setdefault(session_id, []).append(Reopen(self.tx))
+        for session_id, key in self.rekey:
+            groups.setdefault(session_id, []).append(Update(self.tx, {"session_key": key}, {}))
         for session_id, reason in self.end:
             groups.setdefault(session_id, []).append(End(self.tx, reason, self.at))
         return groups
@@ -363,6 +374,14 @@ def _plan(fields: Fields, tx: int) -> Plan:
             fields.fail("'end' must list [session_id, reason] pairs")
         end.append((fields.checked_id(pair[0], "end"), pair[1]))
     entries = tuple(fields.model(e, SessionEntry) for e in fields.array("entries"))
+    deletes = tuple(fields.array("deletes")) if "deletes" in data else ()
+    if not all(isinstance(key, str) and key for key in deletes):
+        fields.fail("'deletes' must list session keys")
+    rekey = []
+    for pair in fields.array("rekey") if "rekey" in data else []:
+        if not (isinstance(pair, list) and len(pair) == _PAIR and isinstance(pair[1], str)):
+            fields.fail("'rekey' must list [session_id, session_key] pairs")
+        rekey.append((fields.checked_id(pair[0], "rekey"), pair[1]))
     return Plan(
         tx,
         fields.time("at"),
@@ -373,6 +392,8 @@ def _plan(fields: Fields, tx: int) -> Plan:
         tuple(end),
         entries,
         scopes(fields, "state"),
+        deletes,
+        tuple(rekey),
     )
 
 

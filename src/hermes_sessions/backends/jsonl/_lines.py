@@ -153,18 +153,25 @@ def require_checksums(chunk: Chunk, path: Path) -> None:
     )
 
 
-def read_chunk(path: Path, *, offset: int, first_line: int) -> Chunk:
-    """Read the complete lines of ``path`` from ``offset`` (line ``first_line``) to its end."""
+def read_chunk(path: Path, *, offset: int, first_line: int, end: int | None = None) -> Chunk:
+    """Read the complete lines of ``path`` from ``offset`` (line ``first_line``) to its end.
+
+    With ``end``, reading stops there (bytes after it are left alone, not reported torn).
+    """
     fd = os.open(path, os.O_RDONLY)
     try:
-        return read_chunk_at(fd, path, offset=offset, first_line=first_line)
+        return read_chunk_at(fd, path, offset=offset, first_line=first_line, end=end)
     finally:
         os.close(fd)
 
 
-def read_chunk_at(fd: int, path: Path, *, offset: int, first_line: int) -> Chunk:
+def read_chunk_at(
+    fd: int, path: Path, *, offset: int, first_line: int, end: int | None = None
+) -> Chunk:
     """:func:`read_chunk` through an open descriptor (the journal keeps one)."""
     size = os.fstat(fd).st_size
+    if end is not None:
+        size = min(size, end)
     parts = []
     position = offset
     while position < size:

@@ -31,7 +31,7 @@ def needs_migration(engine: DirectoryEngine) -> bool:
 
 def migrate_session_file(engine: DirectoryEngine, session_id: str) -> None:
     """Rewrite one session file in the current format, from what was read of it."""
-    transcript = engine.state.sessions[session_id].transcript
+    transcript = engine.state.transcript(session_id)
     messages = tuple(transcript.messages.values())
     new = NewSession(transcript.record, transcript.next_id, messages)
     engine.rewrite(engine.next_tx, new)

@@ -53,6 +53,7 @@ from hermes_sessions.backends.jsonl._snapshot import (
     SnapshotLease,
     SnapshotSession,
     SnapshotState,
+    Summary,
     parse_snapshot_line,
     snapshot_lines,
 )
@@ -132,6 +133,7 @@ class _Repair:
     newest_tx: int = 0
     """The newest transaction found in a session file."""
     line_counts: dict[str, int] = attrs.Factory(dict)
+    summaries: dict[str, Summary | None] = attrs.Factory(dict)
     """How many lines each session file holds (the fresh snapshot records them)."""
     dry_run: bool = False
     """Only look (``check()``): drops are noted, nothing is copied, moved or rewritten."""
@@ -317,9 +319,10 @@ class _Repair:
                 cached = None if known is None else known.sessions.get(session_id)
                 if cached is None:
                     cached = load_session(path, session_id).session
-                found[session_id] = cached.transcript.record
+                found[session_id] = cached.record
                 self.newest_tx = max(self.newest_tx, cached.newest_tx)
                 self.line_counts[session_id] = cached.lines
+                self.summaries[session_id] = cached.summary() if cached.checksums else None
         return found
 
     def open_normally(self) -> State | None:
@@ -385,8 +388,9 @@ class _Repair:
             self.backup(path)
             truncate(path, start, sync=True)
             cut = load_session(path, last.session).session
-            disk[last.session] = cut.transcript.record
+            disk[last.session] = cut.record
             self.line_counts[last.session] = cut.lines
+            self.summaries[last.session] = cut.summary() if cut.checksums else None
         return True
 
     def rebuild_entries(self, state: State, disk: dict[str, SessionRecord]) -> None:
@@ -443,7 +447,10 @@ class _Repair:
         if self.newest_tx > state.last_tx:  # the journal lost records the files still show
             self.rebuilt = True
         last_tx = max(state.last_tx, self.newest_tx) + 1
-        files = {session_id: (last_tx, self.line_counts[session_id]) for session_id in disk}
+        files = {
+            session_id: (last_tx, self.line_counts[session_id], self.summaries.get(session_id))
+            for session_id in disk
+        }
         kept = {session_scope(session_id) for session_id in disk}
         scopes = {  # a session's own scope goes with its file
             scope_id: value
@@ -486,6 +493,7 @@ def repair(directory: Path, *, lock_timeout: float) -> RepairReport:
         lock_timeout=lock_timeout,
         compact_threshold=1,
         verify_files=False,
+        use_summaries=False,
     )
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     fixer = _Repair(engine, directory / BACKUPS / f"repair-{stamp}")

@@ -315,10 +315,12 @@ def _header(fields: Fields, tx: int, session_id: str) -> Header:
 
 
 def _update(fields: Fields, tx: int, _session_id: str) -> Update:
-    values = fields.data.get("values") or {}
+    values = dict(fields.data.get("values") or {})
     increments = fields.data.get("increments") or {}
+    rekeyed = {"session_key": values.pop("session_key")} if "session_key" in values else {}
     try:
         checked_values, checked_increments = check_update(values, increments)
+        checked_values.update(rekeyed)  # a key migration's rewrite (RotationPlan.rekey)
         apply_update(_PROBE, checked_values, checked_increments)
     except (TypeError, ValueError, AttributeError) as error:
         fields.fail(f"invalid update: {error}")

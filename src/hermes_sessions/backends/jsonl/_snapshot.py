@@ -5,16 +5,22 @@ half-written snapshot is detected), every routing entry in key order, every leas
 session file's *version* (the transaction of its last write) and line count, and every state
 scope's value. A reader compares
 the line counts with the files, so a file that lost a line since the compaction is found.
+
+Each session line also carries the session's :class:`Summary` (its record with counters and
+revision, next message id, listing preview and file size), so a process opens the directory
+from the snapshot and the journal alone and reads a session file only when it needs the
+messages. A session line without one (written before summaries existed, or for a format 1
+file) makes the reader read that file once.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, BinaryIO, Final, TypeAlias
 
 import attrs
 
-from hermes_sessions.backends.jsonl._lines import read_chunk, require_checksums
+from hermes_sessions.backends.jsonl._lines import parse_line
 from hermes_sessions.backends.jsonl._session_records import (
     CHECKSUMS_SINCE,
     FORMAT_VERSION,
@@ -22,7 +28,7 @@ from hermes_sessions.backends.jsonl._session_records import (
     encode,
 )
 from hermes_sessions.exceptions import CorruptRecordError
-from hermes_sessions.models import JSONObject, SessionEntry
+from hermes_sessions.models import JSONObject, SessionEntry, SessionRecord
 from hermes_sessions.serde import dump_datetime, unstructure
 
 if TYPE_CHECKING:
@@ -36,6 +42,7 @@ __all__ = [
     "SnapshotLease",
     "SnapshotSession",
     "SnapshotState",
+    "Summary",
     "parse_snapshot_line",
     "read_snapshot",
     "snapshot_lines",
@@ -86,22 +93,48 @@ class SnapshotLease:
 
 
 @attrs.frozen
+class Summary:
+    """What listing and routing need of a session without reading its file.
+
+    ``size`` is the file's length in bytes as of the snapshot (where its last line ends): a
+    reader that loads the file later reads that far and checks the lines and record match.
+    """
+
+    record: SessionRecord
+    next_id: int
+    preview: str | None
+    size: int
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {
+            "bytes": self.size,
+            "next_id": self.next_id,
+            "record": unstructure(self.record),
+        }
+        if self.preview is not None:
+            out["preview"] = self.preview
+        return out
+
+
+@attrs.frozen
 class SnapshotSession:
     """A session line: the file's version and line count (``None``: a format 1 snapshot)."""
 
     id: str
     version: int
     lines: int | None = None
+    summary: Summary | None = None
+    """``None``: the line has no summary (an older snapshot); the file is read on opening."""
 
 
 def snapshot_lines(
     last_tx: int,
     entries: list[SessionEntry],
     leases: dict[str, tuple[str, datetime]],
-    files: dict[str, tuple[int, int]],
+    files: dict[str, tuple[int, int, Summary | None]],
     scopes: dict[str, JSONObject],
 ) -> bytes:
-    """The whole snapshot file; ``files`` maps each session to its (version, line count)."""
+    """The whole snapshot file; ``files`` maps each session to (version, line count, summary)."""
     stored = {scope_id: value for scope_id, value in scopes.items() if value}
     header = SnapshotHeader(last_tx, len(entries), len(leases), len(files), states=len(stored))
     parts = [encode(header.to_json())]
@@ -109,8 +142,10 @@ def snapshot_lines(
     for resource, (holder, until) in sorted(leases.items()):
         lease = {"resource": resource, "holder": holder, "until": dump_datetime(until)}
         parts.append(encode({"type": "lease", **lease}))
-    for session_id, (version, lines) in sorted(files.items()):
-        line = {"type": "session", "id": session_id, "version": version, "lines": lines}
+    for session_id, (version, lines, summary) in sorted(files.items()):
+        line: JSONObject = {"type": "session", "id": session_id, "version": version, "lines": lines}
+        if summary is not None:
+            line.update(summary.to_json())
         parts.append(encode(line))
     for scope_id, value in sorted(stored.items()):
         parts.append(encode({"type": "state", "scope": scope_id, "value": value}))
@@ -139,7 +174,21 @@ def parse_snapshot_line(
         return SnapshotLease(fields.text("resource"), fields.text("holder"), fields.time("until"))
     if kind == "session":
         lines = fields.integer("lines") if "lines" in data else None
-        return SnapshotSession(fields.session_id("id"), fields.integer("version"), lines)
+        summary = None
+        if "record" in data:
+            preview = data.get("preview")
+            if preview is not None and not isinstance(preview, str):
+                fields.fail("'preview' must be a string")
+            summary = Summary(
+                fields.model(fields.mapping("record"), SessionRecord),
+                fields.integer("next_id"),
+                preview,
+                fields.integer("bytes"),
+            )
+        session_id = fields.session_id("id")
+        if summary is not None and summary.record.id != session_id:
+            fields.fail(f"the summary names session {summary.record.id!r}, not {session_id!r}")
+        return SnapshotSession(session_id, fields.integer("version"), lines, summary)
     if kind == "state":
         return SnapshotState(fields.text("scope"), fields.mapping("value"))
     return fields.fail(f"unknown snapshot line {kind!r}")
@@ -157,29 +206,37 @@ class Snapshot:
     """The line count of each session file at ``last_tx`` (none in a format 1 snapshot)."""
     scopes: dict[str, JSONObject] = attrs.Factory(dict)
     """Every state scope's value at ``last_tx``."""
+    summaries: dict[str, Summary] = attrs.Factory(dict)
+    """The summary of each session that has one (its file need not be read to open)."""
 
 
 EMPTY_SNAPSHOT: Final = Snapshot(0, [], {}, {})
+
+Parsed: TypeAlias = SnapshotHeader | SessionEntry | SnapshotLease | SnapshotSession | SnapshotState
+
+_UNSIGNED: Final = (
+    "%s, in a file whose every line carries one: it was added or changed by another program"
+)
 """What a directory that was never compacted starts from."""
 
 
 def read_snapshot(path: Path) -> Snapshot | None:
-    """Read a whole snapshot file (``None`` if there is none); refuse one that is incomplete."""
+    """Read a whole snapshot file (``None`` if there is none); refuse one that is incomplete.
+
+    The file is read line by line, each line decoded and dropped at once: opening a large
+    directory never holds the file's text and its objects at the same time.
+    """
     try:
-        chunk = read_chunk(path, offset=0, first_line=1)
+        file = path.open("rb")
     except FileNotFoundError:
         return None
-    parsed = [parse_snapshot_line(line.data, path=path, line=line.number) for line in chunk.lines]
-    header = parsed[0] if parsed else None
-    if not isinstance(header, SnapshotHeader):
-        raise CorruptRecordError("the snapshot starts with its header", path=path, line=1)
-    if header.format >= CHECKSUMS_SINCE:
-        require_checksums(chunk, path)
+    with file:
+        header, parsed, torn = _read_lines(file, path)
     entries = [p for p in parsed if isinstance(p, SessionEntry)]
     leases = {p.resource: (p.holder, p.until) for p in parsed if isinstance(p, SnapshotLease)}
     sessions = [p for p in parsed if isinstance(p, SnapshotSession)]
     scopes = {p.scope: p.value for p in parsed if isinstance(p, SnapshotState)}
-    if chunk.torn or (len(entries), len(leases), len(sessions), len(scopes)) != (
+    if torn or (len(entries), len(leases), len(sessions), len(scopes)) != (
         header.entries,
         header.leases,
         header.sessions,
@@ -188,4 +245,35 @@ def read_snapshot(path: Path) -> Snapshot | None:
         raise CorruptRecordError("the snapshot is incomplete; run JSONLBackend.repair()", path=path)
     versions = {p.id: p.version for p in sessions}
     lines = {p.id: p.lines for p in sessions if p.lines is not None}
-    return Snapshot(header.last_tx, entries, leases, versions, lines, scopes)
+    summaries = {p.id: p.summary for p in sessions if p.summary is not None}
+    return Snapshot(header.last_tx, entries, leases, versions, lines, scopes, summaries)
+
+
+def _read_lines(file: BinaryIO, path: Path) -> tuple[SnapshotHeader, list[Parsed], bool]:
+    """Every line of the snapshot decoded (checksums checked), and whether the last is torn."""
+    header: SnapshotHeader | None = None
+    parsed: list[Parsed] = []
+    for number, raw in enumerate(file, start=1):
+        if not raw.endswith(b"\n"):
+            return _started(header, path), parsed, True
+        body = raw[:-1]
+        if not body.strip():
+            if header is None or header.format >= CHECKSUMS_SINCE:
+                raise CorruptRecordError(_UNSIGNED % "an empty line", path=path, line=number)
+            continue
+        data, checked = parse_line(body, path=path, number=number)
+        item = parse_snapshot_line(data, path=path, line=number)
+        if header is None:
+            if not isinstance(item, SnapshotHeader):
+                raise CorruptRecordError("the snapshot starts with its header", path=path, line=1)
+            header = item
+        if header.format >= CHECKSUMS_SINCE and not checked:
+            raise CorruptRecordError(_UNSIGNED % "a line with no checksum", path=path, line=number)
+        parsed.append(item)
+    return _started(header, path), parsed, False
+
+
+def _started(header: SnapshotHeader | None, path: Path) -> SnapshotHeader:
+    if header is None:
+        raise CorruptRecordError("the snapshot starts with its header", path=path, line=1)
+    return header

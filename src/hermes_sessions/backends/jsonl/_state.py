@@ -28,7 +28,7 @@ from hermes_sessions.backends.rules import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from datetime import datetime
 
     from hermes_sessions.backends.jsonl._cache import SessionFile, State
@@ -37,7 +37,15 @@ if TYPE_CHECKING:
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
-__all__ = ["append", "read_state", "records", "session_file", "update_state"]
+__all__ = [
+    "append",
+    "plan_ends",
+    "read_state",
+    "record_of",
+    "records",
+    "session_file",
+    "update_state",
+]
 
 
 def session_file(state: State, session_id: str) -> SessionFile:
@@ -50,7 +58,7 @@ def session_file(state: State, session_id: str) -> SessionFile:
 
 def records(state: State) -> Iterator[SessionRecord]:
     """The record of every session (a title is checked against them under the write lock)."""
-    return (cached.transcript.record for cached in state.sessions.values())
+    return (cached.record for cached in state.sessions.values())
 
 
 def _merged(state: State, changes: Mapping[str, Mapping[str, Any]]) -> dict[str, JSONObject]:
@@ -76,7 +84,7 @@ def append(
 ) -> AppendResult:
     """``append_messages`` with the directory lock held (see the module docstring)."""
     state = engine.state
-    transcript = session_file(state, session_id).transcript
+    transcript = state.transcript(session_id)
     plan = transcript.prepare(messages)
     if plan.result.duplicate:  # a redelivery: nothing written, never a conflict
         return attrs.evolve(plan.result, revision=transcript.record.revision)
@@ -94,7 +102,7 @@ def append(
         touched_entry(entry, touch_at) != entry for entry in state.table.listing(session_id)
     ):
         engine.log(Touch(tx, touch_at, session=session_id))
-    stored = engine.state.sessions[session_id].transcript
+    stored = engine.state.transcript(session_id)
     return attrs.evolve(
         plan.result,
         messages=[stored.messages[message.id or 0] for message in plan.result],
@@ -117,8 +125,29 @@ def update_state(
         if values:
             engine.log(StateChange(engine.next_tx, values))
         return None
-    record = session_file(state, session_id).transcript.record
+    record = session_file(state, session_id).record
     check_session_revision(session_id, if_revision, record.revision)
     values = _merged(state, changes)
     engine.write(session_id, [Revise(engine.next_tx)], state=values)
-    return engine.state.sessions[session_id].transcript.record
+    return engine.state.sessions[session_id].record
+
+
+def record_of(state: State) -> Callable[[str], SessionRecord | None]:
+    """Look up a session's record in the cache (what resolving a rotation needs)."""
+
+    def record_of(session_id: str) -> SessionRecord | None:
+        cached = state.sessions.get(session_id)
+        return None if cached is None else cached.record
+
+    return record_of
+
+
+def plan_ends(state: State, ends: list[tuple[str, str]], reopen: Sequence[str]) -> dict[str, str]:
+    """The sessions a plan really ends: not ended already (unless reopened first), once."""
+    ending: dict[str, str] = {}
+    for session_id, reason in ends:
+        cached = state.sessions.get(session_id)
+        ended = cached is not None and cached.record.is_ended
+        if session_id not in ending and (not ended or session_id in reopen):
+            ending[session_id] = reason
+    return ending

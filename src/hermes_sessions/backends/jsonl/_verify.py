@@ -9,6 +9,7 @@ by another program), which no checksum can:
   lines (a lost ``end`` line would otherwise reopen a session behind its key's back), and no
   line of a transaction newer than the journal's last (the journal lost records).
 * :func:`cross_check` — after reading the whole index: every session file on disk is in it.
+* :func:`check_end` — before an append: the file ends where the index says.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from hermes_sessions.backends.jsonl._cache import Loaded, Tail
 from hermes_sessions.backends.jsonl._journal import Void, Write, line_effects
+from hermes_sessions.backends.jsonl._lines import read_chunk, truncate
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.ids import validate_session_id
 
@@ -24,11 +26,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
-    from hermes_sessions.backends.jsonl._cache import Change, State
+    from hermes_sessions.backends.jsonl._cache import Change, SessionFile, State
     from hermes_sessions.backends.jsonl._journal import JournalRecord
     from hermes_sessions.backends.jsonl._snapshot import Snapshot
 
-__all__ = ["check_line_counts", "cross_check", "expected_counts"]
+__all__ = ["check_end", "check_line_counts", "cross_check", "expected_counts", "missing_file"]
 
 
 def _repair_hint(directory: Path) -> str:
@@ -75,7 +77,7 @@ def check_line_counts(
     counts = expected_counts(records)
     last_tx = max([base.last_tx if base is not None else state.last_tx, *(r.tx for r in records)])
     for session_id, change in changes.items():
-        if change is None:
+        if not isinstance(change, Loaded | Tail):  # dropped, or installed from its summary
             continue
         path = path_of(session_id)
         ahead = next((pair for pair in change.parsed if pair[1].tx > last_tx), None)
@@ -117,6 +119,8 @@ def _lengths(
         return None
     if start is None and base is not None:
         start = base.lines.get(session_id)
+    elif start is None and session_id in state.sessions:  # tails of a file read whole
+        start = state.sessions[session_id].lines
     if start is None or start < 0:
         return None  # no record says how long the file is (written in format 1)
     return change.session.lines, start + added
@@ -144,3 +148,30 @@ def cross_check(state: State, sessions_dir: Path) -> None:
             hint=f"stop every process using {directory} and run JSONLBackend.repair(), which "
             "adopts the file and gives its key an entry again",
         )
+
+
+def missing_file(session_id: str, path: Path) -> CorruptRecordError:
+    """The error for a session the index lists whose file is gone."""
+    return CorruptRecordError(
+        f"session {session_id} is in the index but its file is missing; run JSONLBackend.repair()",
+        path=path,
+    )
+
+
+def check_end(path: Path, cached: SessionFile) -> None:
+    """Before an append: cut a torn last line; refuse lines the journal never announced."""
+    size = path.stat().st_size
+    if size == cached.offset:
+        return
+    if size > cached.offset:
+        chunk = read_chunk(path, offset=cached.offset, first_line=cached.lines + 1)
+        if not chunk.lines:
+            truncate(path, cached.offset, sync=False)
+            return
+    raise CorruptRecordError(
+        f"the file is {size} bytes, but the journal accounts for {cached.offset}: it was "
+        "changed by another program; stop every process using the directory and run "
+        "JSONLBackend.repair()",
+        path=path,
+        line=cached.lines + 1,
+    )

@@ -221,7 +221,7 @@ def _lock_sessions(
     """Lock every session the plan names; return id → ended, for those that exist."""
     named = [w.entry.session_id for w in plan.entries] + list(plan.require_open)
     named += [s for pair in plan.repoint for s in pair] + list(plan.reopen)
-    named += [s for s, _ in plan.end]
+    named += [s for s, _ in plan.end] + [s for s, _ in plan.rekey]
     named += [s for s in (plan.copy_state_from, plan.copy_messages_from) if s is not None]
     if plan.create is not None:
         named.append(plan.create.id)
@@ -239,19 +239,51 @@ def _check_plan(
     pool: Connections, connection: psycopg.Connection[Any], plan: RotationPlan
 ) -> dict[str, bool]:
     """Lock what ``plan`` touches, then check its preconditions with the shared rule."""
-    lock_keys(pool, connection, [w.entry.session_key for w in plan.entries])
+    keys = [w.entry.session_key for w in plan.entries] + [key for key, _ in plan.delete]
+    lock_keys(pool, connection, keys)
     found = _lock_sessions(pool, connection, plan)
     revisions: dict[str, int] = {}
-    if plan.entries:
+    if keys:
         rows = connection.execute(
             pool.q(
                 "SELECT session_key, revision FROM {s}.entries WHERE session_key = ANY(%s::text[])"
             ),
-            ([enc(w.entry.session_key) for w in plan.entries],),
+            ([enc(key) for key in keys],),
         ).fetchall()
         revisions = {row[0]: int(row[1]) for row in rows}
     check_plan(plan, lambda key: revisions.get(enc(key)), found.get)
     return found
+
+
+def _write_entries(
+    pool: Connections, connection: psycopg.Connection[Any], plan: RotationPlan
+) -> list[SessionEntry]:
+    """Steps 3-5 of a plan: re-point, delete, then write entries; return those written."""
+    written: list[SessionEntry] = []
+    moved: dict[str, int] = {}
+    for source, target in plan.repoint:
+        rows = connection.execute(
+            pool.q(
+                "UPDATE {s}.entries SET session_id = %s, revision = revision + 1 "
+                f"WHERE session_id = %s RETURNING {ENTRY_COLUMNS}"
+            ),
+            (target, source),
+        ).fetchall()
+        for entry in sorted((entry_from_row(row) for row in rows), key=lambda e: e.session_key):
+            moved[entry.session_key] = entry.revision
+            written.append(entry)
+    if plan.delete:
+        connection.execute(
+            pool.q("DELETE FROM {s}.entries WHERE session_key = ANY(%s::text[])"),
+            ([enc(key) for key, _ in plan.delete],),
+        )
+    for write in plan.entries:
+        expected = write.expected_revision
+        key = write.entry.session_key
+        if key in moved and expected is not None:
+            expected = moved[key]  # a repoint in this same plan moved the key
+        written.append(store_entry(pool, connection, write.entry, expected))
+    return written
 
 
 def apply_plan(
@@ -275,25 +307,12 @@ def apply_plan(
             ),
             (list(plan.reopen),),
         )
-    written: list[SessionEntry] = []
-    moved: dict[str, int] = {}
-    for source, target in plan.repoint:
-        rows = connection.execute(
-            pool.q(
-                "UPDATE {s}.entries SET session_id = %s, revision = revision + 1 "
-                f"WHERE session_id = %s RETURNING {ENTRY_COLUMNS}"
-            ),
-            (target, source),
-        ).fetchall()
-        for entry in sorted((entry_from_row(row) for row in rows), key=lambda e: e.session_key):
-            moved[entry.session_key] = entry.revision
-            written.append(entry)
-    for write in plan.entries:
-        expected = write.expected_revision
-        key = write.entry.session_key
-        if key in moved and expected is not None:
-            expected = moved[key]  # a repoint in this same plan moved the key
-        written.append(store_entry(pool, connection, write.entry, expected))
+    written = _write_entries(pool, connection, plan)
+    for session_id, key in plan.rekey:
+        connection.execute(
+            pool.q("UPDATE {s}.sessions SET session_key = %s WHERE id = %s"),
+            (enc(key), session_id),
+        )
     for session_id, reason in plan.end:
         connection.execute(
             pool.q(

@@ -2,14 +2,11 @@
 
 Everything — sessions, messages, the routing index, leases and the full-text index — lives in
 one database file, so a rotation, an append with its search rows and its activity, or a compare-
-and-swap is one transaction. ``docs/sqlite.md`` describes opening, durability, the concurrency
-model, maintenance and search internals.
+and-swap is one transaction (``docs/sqlite.md`` describes it all).
 
-This class holds the options and composes the rest: its :class:`~._connections.Connections`
-run every call in a transaction (retried while the database is busy); the statements of each
-table live in ``_sessions``, ``_entries``, ``_messages``, ``_leases`` and ``_search``, the
-rotation in ``_plan``, the schema, migrations and upkeep in ``_schema``, re-indexing in
-``_reindex``.
+This class holds the options and composes the rest: ``_connections`` (transactions, retries,
+group commit via ``_group``), one module of statements per table, ``_plan`` (the rotation),
+``_schema`` (schema, migrations, upkeep) and ``_reindex``.
 """
 
 from __future__ import annotations
@@ -114,6 +111,8 @@ class SQLiteBackend(ClosesOnExit):
             deleted text does not linger in free space; see :meth:`scrub`.
         max_message_bytes: Refuse a message larger than this (its JSON form, in UTF-8 bytes)
             with ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default.
+        group_commit: Writes of threads queued while a commit is in flight share the next
+            commit (``docs/sqlite.md``, "Group commit"). ``False``: one commit per write.
 
     The options (attributes of the same names) cannot be changed once the backend is open.
 
@@ -133,6 +132,9 @@ class SQLiteBackend(ClosesOnExit):
     max_message_bytes: int | None = attrs.field(
         default=options.DEFAULT_MAX_MESSAGE_BYTES, kw_only=True, validator=options.optional_size
     )
+    group_commit: bool = attrs.field(
+        default=True, kw_only=True, validator=attrs.validators.instance_of(bool)
+    )
     _connections: Connections = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
     _fts: bool = attrs.field(default=True, init=False, on_setattr=attrs.setters.NO_OP)
     # Whether the FTS5 rows are known to hold the current token stream; once true, it stays so.
@@ -146,6 +148,7 @@ class SQLiteBackend(ClosesOnExit):
             retries=self.retries,
             wal_size_limit=self.wal_size_limit,
             secure_delete=self.secure_delete,
+            group_commit=self.group_commit,
         )
         try:
             self._open()
@@ -341,9 +344,7 @@ class SQLiteBackend(ClosesOnExit):
                 state=state,
             )
             if usage is not None and not stored.duplicate:
-                sessions_sql.update_fields(
-                    connection, session_id, usage.values(), usage.increments()
-                )
+                sessions_sql.add_usage(connection, session_id, usage)
             if touch_at is not None and not stored.duplicate:
                 entries_sql.touch_session(connection, session_id, touch_at)
             return stored

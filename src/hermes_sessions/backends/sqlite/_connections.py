@@ -6,7 +6,8 @@ through SQLite's own locks: every write is ``BEGIN IMMEDIATE`` … ``COMMIT``; a
 stays busy longer than the busy timeout is rolled back and retried after a jittered, doubling
 pause, and when the retries run out the caller gets ``LockTimeoutError``, never
 "database is locked". After a commit that leaves the write-ahead log above ``wal_size_limit``
-the writer checkpoints and truncates it.
+the writer checkpoints and truncates it. With ``group_commit`` (the default), writes that queue
+while a commit is in flight are committed together in the next transaction (see ``_group``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 import attrs
 
 from hermes_sessions import crashpoints
+from hermes_sessions.backends.sqlite._group import GroupCommit, Member, run_batch
 from hermes_sessions.exceptions import BackendClosedError, LockTimeoutError, StorageError
 from hermes_sessions.files import make_private_dir
 from hermes_sessions.options import Durability  # attrs reads the annotation
@@ -74,11 +76,18 @@ class Connections:
     retries: int
     wal_size_limit: int | None
     secure_delete: bool
+    group_commit: bool = True
     _closed: bool = attrs.field(default=False, init=False)
     _local: threading.local = attrs.field(factory=threading.local, init=False)
     _connections: weakref.WeakSet[_Connection] = attrs.field(factory=weakref.WeakSet, init=False)
     _registry_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _write_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+    _group: GroupCommit | None = attrs.field(default=None, init=False)
+    _writer: _Connection | None = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.group_commit:
+            self._group = GroupCommit(self._commit_batch)
 
     @property
     def closed(self) -> bool:
@@ -86,7 +95,7 @@ class Connections:
         return self._closed
 
     def __len__(self) -> int:
-        """How many connections this process has open on the file (one per thread that used it)."""
+        """Connections this process has open on the file: one per thread that read, one writer."""
         with self._registry_lock:
             return len(self._connections)
 
@@ -125,6 +134,28 @@ class Connections:
                 return connection
             # In a forked child (tested; coverage data is not saved there).
             _INHERITED.append(connection)  # pragma: no cover
+        connection = self._connect()
+        local.connection = connection
+        return connection
+
+    def writer(self) -> sqlite3.Connection:
+        """The connection every write of this process runs on (only with the write lock held).
+
+        One connection for all writing threads keeps its page cache valid from one write to
+        the next (a connection's cache is dropped when another connection changed the file), so
+        a write on a thread that last wrote long ago does not read its pages again.
+        """
+        if self._closed:
+            raise BackendClosedError(f"SQLite backend on {self.path}")
+        connection = self._writer
+        if connection is not None:
+            if connection.pid == os.getpid():
+                return connection
+            _INHERITED.append(connection)  # pragma: no cover  # in a forked child
+        connection = self._writer = self._connect()
+        return connection
+
+    def _connect(self) -> _Connection:
         connection = sqlite3.connect(
             self.path,
             timeout=self.busy_timeout,
@@ -139,7 +170,6 @@ class Connections:
             connection.close()
             raise
         connection.pid = os.getpid()
-        local.connection = connection
         with self._registry_lock:
             self._connections.add(connection)
         return connection
@@ -170,6 +200,8 @@ class Connections:
     ) -> R:
         """Run ``work`` in a transaction, retrying with jittered backoff while the db is busy."""
         if write:
+            if self._group is not None:
+                return self._group.submit(work)
             with self._write_lock:
                 return self._attempts(work, "BEGIN IMMEDIATE")
         return self._attempts(work, "BEGIN" if transaction else None)
@@ -178,7 +210,7 @@ class Connections:
         started = time.monotonic()
         for attempt in range(self.retries + 1):
             try:
-                connection = self.connection()
+                connection = self.connection() if begin in (None, "BEGIN") else self.writer()
                 if begin is None:
                     return work(connection)
                 connection.execute(begin)
@@ -205,6 +237,11 @@ class Connections:
             return result
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _commit_batch(self, batch: list[Member[object]]) -> None:
+        """Commit a group-commit batch in one write transaction (retried while busy)."""
+        with self._write_lock:
+            self._attempts(lambda connection: run_batch(connection, batch), "BEGIN IMMEDIATE")
+
     def run_alone(self, work: Callable[[sqlite3.Connection], R]) -> R:
         """Run ``work`` outside a transaction with the write lock held (for ``VACUUM``)."""
         with self._write_lock:
@@ -218,7 +255,7 @@ class Connections:
         """
         mode = "TRUNCATE" if truncate else "PASSIVE"
         with self._write_lock:
-            return self._checkpoint(self.connection(), mode, wait_ms=int(self.busy_timeout * 1000))
+            return self._checkpoint(self.writer(), mode, wait_ms=int(self.busy_timeout * 1000))
 
     def _after_commit(self, connection: sqlite3.Connection) -> None:
         """Checkpoint and truncate the WAL once it passes ``wal_size_limit``."""
@@ -243,6 +280,7 @@ class Connections:
         with self._write_lock, self._registry_lock:
             connections = list(self._connections)
             self._connections.clear()
+            self._writer = None
         for connection in connections:
             if connection.pid == os.getpid():
                 connection.close()

@@ -41,6 +41,24 @@ def _first_messages(connection: sqlite3.Connection, plan: RotationPlan) -> list[
     return first_messages(plan, copied)
 
 
+def _write_entries(connection: sqlite3.Connection, plan: RotationPlan) -> list[SessionEntry]:
+    """Steps 3-5 of a plan: re-point, delete, then write entries; return those written."""
+    written: list[SessionEntry] = []
+    for source, target in plan.repoint:
+        for entry in entries.listing(connection, source):
+            moved = attrs.evolve(entry, session_id=target)
+            written.append(entries.store(connection, moved, moved.revision))
+    for key, _ in plan.delete:
+        entries.delete(connection, key)
+    for write in plan.entries:
+        expected = write.expected_revision
+        current = entries.revision(connection, write.entry.session_key)
+        if current is not None and expected is not None and current != expected:
+            expected = current  # a repoint in this same plan moved the key
+        written.append(entries.store(connection, write.entry, expected))
+    return written
+
+
 def apply_plan(
     connection: sqlite3.Connection, plan: RotationPlan, *, fts: bool
 ) -> list[SessionEntry]:
@@ -59,17 +77,10 @@ def apply_plan(
             state.copy(connection, plan.copy_state_from, plan.create.id)
     for session_id in plan.reopen:
         sessions.reopen(connection, session_id)
-    written: list[SessionEntry] = []
-    for source, target in plan.repoint:
-        for entry in entries.listing(connection, source):
-            moved = attrs.evolve(entry, session_id=target)
-            written.append(entries.store(connection, moved, moved.revision))
-    for write in plan.entries:
-        expected = write.expected_revision
-        current = entries.revision(connection, write.entry.session_key)
-        if current is not None and expected is not None and current != expected:
-            expected = current  # a repoint in this same plan moved the key
-        written.append(entries.store(connection, write.entry, expected))
+    written = _write_entries(connection, plan)
+    for session_id, key in plan.rekey:
+        rekeyed = attrs.evolve(sessions.existing(connection, session_id), session_key=key)
+        sessions.update(connection, rekeyed, ["session_key"])
     for session_id, reason in plan.end:
         if not entries.points_at(connection, session_id):
             sessions.end(connection, session_id, reason, plan.at)

@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 
     from hermes_sessions.models import SessionRecord
     from hermes_sessions.queries import SessionQuery
+    from hermes_sessions.usage import Usage
 
 __all__ = [
     "SESSION_COLUMNS",
+    "add_usage",
     "create",
     "delete",
     "end",
@@ -135,6 +137,22 @@ def update_fields(
     if changes or amounts:
         update(connection, updated, [*changes, *amounts])
     return updated
+
+
+def add_usage(connection: sqlite3.Connection, session_id: str, usage: Usage) -> None:
+    """Add a turn's usage to its session in one statement (an append's hot path).
+
+    The same change as ``update_fields(values=usage.values(), increments=usage.increments())``
+    without reading the record first; the append has already checked that the session exists.
+    """
+    increments, values = usage.increments(), usage.values()
+    assignments = [f"{name} = coalesce({name}, 0) + ?" for name in increments]
+    assignments += [f"{name} = ?" for name in values]
+    if assignments:
+        connection.execute(
+            f"UPDATE sessions SET {', '.join(assignments)} WHERE id = ?",  # fixed names
+            [*increments.values(), *values.values(), session_id],
+        )
 
 
 def end(

@@ -1,0 +1,223 @@
+"""JSONLBackend: what opening a home costs, and what reading on demand costs afterwards.
+
+One home of N sessions (each with its own key and a two-message transcript) is built through
+the documented bulk path (session files, then ``JSONLBackend.repair()``, which writes the
+snapshot with every session's summary). It is then opened two ways in the same run:
+
+* **on demand** (the backend as shipped): the snapshot and the journal are read, no session
+  file; transcripts are read when a call needs them and at most ``cache_sessions`` are kept;
+* **baseline**, the full-load path of earlier versions: every session file read at opening,
+  every transcript kept and the search index built (the engine with the snapshot's summaries
+  ignored, then the index built).
+
+For each it prints the time to open, the memory that opening allocated (tracemalloc peak), the
+rate of turns (``get_entry`` + an append of two messages, fsync on) on random keys right after
+opening and on the same keys again (their transcripts cached), the first search and the median
+of later searches, with the ratios on demand / baseline.
+
+Usage: ``python benchmarks/jsonl_open.py [--quick | --full] [--home DIR]`` (``--quick``: 500
+sessions, a smoke run; default 10,000; ``--full``: 100,000; ``--home``: reuse a home built by an
+earlier run instead of building one, e.g. ``--home /tmp/home --keep`` then ``--home /tmp/home``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hermes_sessions.backends import JSONLBackend
+from hermes_sessions.backends.jsonl import _backend
+from hermes_sessions.backends.jsonl._engine import DirectoryEngine
+from hermes_sessions.backends.jsonl._session_records import Header, MessageLine, encode
+from hermes_sessions.models import Message, SessionRecord
+from hermes_sessions.queries import SearchQuery
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+START = datetime(2026, 5, 1, tzinfo=UTC)
+WORDS = ["docker", "compose", "deploy", "kubernetes", "rollback", "nginx", "redis", "backup"]
+
+
+def key_of(n: int) -> str:
+    """The session key of key number ``n``."""
+    return f"agent:main:bench:dm:user{n}"
+
+
+def build(directory: Path, count: int) -> float:
+    """Write ``count`` session files (one per key, two messages each), index them; seconds."""
+    began = time.perf_counter()
+    sessions = directory / "sessions"
+    sessions.mkdir(parents=True, mode=0o700)
+    for n in range(count):
+        record = SessionRecord(
+            id=f"s{n:07d}", source="bench", started_at=START, session_key=key_of(n), user_id=f"u{n}"
+        )
+        word = WORDS[n % len(WORDS)]
+        lines = [Header(0, record, 3)] + [
+            MessageLine(
+                0, Message(role=role, content=f"{role} {n} on {word}", id=i, timestamp=START)
+            )
+            for i, role in ((1, "user"), (2, "assistant"))
+        ]
+        fd = os.open(sessions / f"{record.id}.jsonl", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as file:
+            file.write(b"".join(encode(line.to_json()) for line in lines))
+    report = JSONLBackend.repair(directory)
+    if len(report.adopted_sessions) != count or report.backup is not None:
+        raise SystemExit(f"bulk load went wrong: {report}")
+    return time.perf_counter() - began
+
+
+@contextmanager
+def full_load() -> Iterator[None]:
+    """Open the way earlier versions did: every file read, every transcript kept, index built."""
+    original = _backend._open_engine  # noqa: SLF001  # swapped for the earlier full load
+
+    def open_everything(backend: JSONLBackend) -> DirectoryEngine:
+        engine = DirectoryEngine(
+            backend.directory,
+            sync_writes=backend.durability == "full",
+            lock_timeout=backend.lock_timeout,
+            compact_threshold=backend.compact_threshold,
+            cache_sessions=None,
+            use_summaries=False,
+        ).open()
+        engine.state.enable_search()
+        return engine
+
+    _backend._open_engine = open_everything  # noqa: SLF001  # restored below
+    try:
+        yield
+    finally:
+        _backend._open_engine = original  # noqa: SLF001
+
+
+def opened(directory: Path, *, baseline: bool, traced: bool) -> tuple[JSONLBackend, float, float]:
+    """Open ``directory``; return the backend, seconds, and (``traced``) MB allocated at the peak.
+
+    Tracing allocations slows them down many times, so the time is taken from an open without.
+    """
+    gc.collect()
+    if traced:
+        tracemalloc.start()
+    began = time.perf_counter()
+    if baseline:
+        with full_load():
+            backend = JSONLBackend(directory)
+    else:
+        backend = JSONLBackend(directory)
+    seconds = time.perf_counter() - began
+    peak = 0.0
+    if traced:
+        peak = tracemalloc.get_traced_memory()[1] / 1e6
+        tracemalloc.stop()
+    return backend, seconds, peak
+
+
+def turns(backend: JSONLBackend, keys: list[int], clock: list[int]) -> float:
+    """One turn on each of ``keys``; return turns per second."""
+    began = time.perf_counter()
+    for n in keys:
+        clock[0] += 1
+        now = START + timedelta(seconds=clock[0])
+        entry = backend.get_entry(key_of(n))
+        if entry is None:
+            raise SystemExit("a key lost its entry")
+        backend.append_messages(
+            entry.session_id,
+            [
+                Message(role="user", content=f"question {clock[0]}", timestamp=now),
+                Message(role="assistant", content=f"answer {clock[0]}", timestamp=now),
+            ],
+            touch_at=now,
+        )
+    return len(keys) / (time.perf_counter() - began)
+
+
+def searches(backend: JSONLBackend, count: int) -> tuple[float, float, int]:
+    """The first search's seconds, the median of ``count`` later ones, and the first's hits."""
+    began = time.perf_counter()
+    hits = len(backend.search(SearchQuery(text="docker", limit=20)))
+    first = time.perf_counter() - began
+    later = []
+    for n in range(count):
+        began = time.perf_counter()
+        backend.search(SearchQuery(text=WORDS[n % len(WORDS)], limit=20))
+        later.append(time.perf_counter() - began)
+    return first, statistics.median(later), hits
+
+
+def measure(directory: Path, count: int, sample: int, *, baseline: bool) -> dict[str, float]:
+    """Every figure of one way of opening."""
+    rng = random.Random(20260501)
+    clock = [0 if baseline else 10_000_000]
+    traced, _, peak = opened(directory, baseline=baseline, traced=True)
+    traced.close()
+    backend, seconds, _ = opened(directory, baseline=baseline, traced=False)
+    try:
+        keys = rng.sample(range(count), sample)
+        cold = turns(backend, keys, clock)
+        warm = turns(backend, keys, clock)
+        first, later, hits = searches(backend, 9)
+    finally:
+        backend.close()
+    return {
+        "open s": seconds,
+        "open MB": peak,
+        "turns/s cold": cold,
+        "turns/s warm": warm,
+        "search 1st s": first,
+        "search s": later,
+        "hits": hits,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build, measure, print."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="500 sessions, for a CI smoke run")
+    size.add_argument("--full", action="store_true", help="100,000 sessions (minutes to build)")
+    parser.add_argument("--home", type=Path, help="a home to reuse (built there if missing)")
+    options = parser.parse_args(argv)
+    count = 500 if options.quick else 100_000 if options.full else 10_000
+    sample = 50 if options.quick else 200
+    with tempfile.TemporaryDirectory(prefix="jsonl-open-") as scratch:
+        home = options.home or Path(scratch) / "home"
+        built = 0.0 if (home / "routing.jsonl").exists() else build(home, count)
+        with JSONLBackend(home) as backend:  # the home's own size, if it was reused
+            count = len(backend.entries())
+            backend.compact()  # a snapshot with every summary, an empty journal
+        os.sync()
+        print(f"JSONLBackend, opening a home of {count:,} sessions (built in {built:.0f} s)")
+        # each way twice, alternating, the second of each kept (the first warms the page cache)
+        results = {}
+        for _ in range(2):
+            for baseline in (True, False):
+                results[baseline] = measure(home, count, sample, baseline=baseline)
+        new, old = results[False], results[True]
+        print(f"{'':14} {'on demand':>10} {'baseline':>10} {'ratio':>7}")
+        for name in new:
+            ratio = new[name] / old[name] if old[name] else float("nan")
+            print(f"{name:14} {new[name]:>10,.3f} {old[name]:>10,.3f} {ratio:>7.2f}")
+        print(
+            "baseline: the full-load path (every file read at opening, the index built); "
+            f"turns on {sample} random keys, cold = right after opening, warm = same keys again"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""read_session_key: keys read back into sources (this library's, Hermes's and OpenClaw's forms)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hermes_sessions import KeyPolicy, SessionSource, read_session_key
+
+IDS = st.text(alphabet="abcXYZ019_-+@.:%", min_size=1, max_size=8)
+
+
+@pytest.mark.parametrize(
+    ("key", "fields"),
+    [
+        ("agent:main:telegram:dm:42", {"chat_id": "42", "chat_type": "dm"}),
+        ("agent:main:feishu:dm:ou_1:t1", {"chat_id": "ou_1", "thread_id": "t1"}),
+        ("agent:main:feishu:group:oc_1", {"chat_id": "oc_1", "chat_type": "group"}),
+        ("agent:main:telegram:group:-100:topic:42", {"chat_id": "-100", "thread_id": "42"}),
+        ("agent:ops:discord:channel:123:thread:987", {"chat_type": "channel", "thread_id": "987"}),
+        ("agent:main:whatsapp:acct:dm:+1555", {"user_id": "+1555", "scope_id": "acct"}),
+    ],
+)
+def test_unambiguous_keys_read_back(key, fields):
+    """Each known form with one possible reading yields a source with those fields."""
+    read = read_session_key(key)
+    assert read.source is not None
+    assert read.problem is None
+    for name, value in fields.items():
+        assert getattr(read.source, name) == value
+
+
+@pytest.mark.parametrize(
+    ("key", "form"),
+    [
+        ("agent:main:main", "openclaw"),
+        ("agent:main:dm:42", "openclaw"),
+        ("agent:main:feishu:group:oc_1:ou_1", "hermes-sessions"),
+        ("agent:main:feishu:group:oc_1:t1:ou_1", "hermes-sessions"),
+        ("agent:main:Feishu:dm:1", "unknown"),
+        ("session-1", "unknown"),
+        ("agent::x", "unknown"),
+    ],
+)
+def test_ambiguous_or_foreign_keys_say_why(key, form):
+    """A key with no single reading has no source, a problem, and the form it was read as."""
+    read = read_session_key(key)
+    assert (read.source, read.form) == (None, form)
+    assert read.problem
+
+
+def test_the_isolation_flags_decide_how_many_segments_mean_what():
+    """Two segments are chat + thread without member isolation; three need both flags."""
+    shared = read_session_key(
+        "agent:main:feishu:group:oc_1:t1", KeyPolicy(group_sessions_per_user=False)
+    )
+    assert shared.source is not None
+    assert (shared.source.chat_id, shared.source.thread_id) == ("oc_1", "t1")
+    both = KeyPolicy(thread_sessions_per_user=True)
+    full = read_session_key("agent:main:feishu:group:oc_1:t1:ou_1", both)
+    assert full.source is not None
+    assert (full.source.thread_id, full.source.user_id) == ("t1", "ou_1")
+
+
+@given(
+    group=st.booleans(),
+    thread=st.booleans(),
+    chat_type=st.sampled_from(["dm", "group", "channel", "thread"]),
+    chat_id=IDS,
+    thread_id=st.none() | IDS,
+    user_id=st.none() | IDS,
+)
+def test_a_source_read_back_builds_the_same_key(
+    group, thread, chat_type, chat_id, thread_id, user_id
+):
+    """Whenever a key of ours reads back, the source builds exactly that key again."""
+    policy = KeyPolicy(
+        group_sessions_per_user=group,
+        thread_sessions_per_user=thread,
+        canonicalizers={"whatsapp": None},
+    )
+    source = SessionSource(
+        platform="slack", chat_type=chat_type, chat_id=chat_id, thread_id=thread_id, user_id=user_id
+    )
+    key = policy.build(source)
+    read = read_session_key(key, policy)
+    if read.source is None:
+        assert read.problem
+    elif read.form == "hermes-sessions":
+        assert policy.build(read.source) == key
