@@ -37,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _data.corpus import KANA_WORDS, TECH, Corpus
+from _data.encryption import encrypted
 from _data.hermes_search import build_hermes, hermes_search
 
 from hermes_sessions import SessionStore, text
@@ -355,6 +356,50 @@ def main() -> None:
             finally:
                 raw.close()
                 hermes.close()
+        # Small in --quick (CI): the prefix scans decrypt every message.
+        encrypted_beside_plain(Path(scratch), 5_000 if args.quick else 100_000, chosen)
+
+
+def encrypted_beside_plain(folder: Path, total: int, chosen: dict) -> None:
+    """The same classes on an encrypted and a plain store of ``total`` messages (same corpus).
+
+    Whole-token classes run on the index of hashed tokens; ``prefix`` and ``cjk-1`` (a lone CJK
+    character is a prefix) scan and decrypt every message, so they grow with the store.
+    """
+    plain = SQLiteBackend(folder / "plain-small.db")
+    sealed = encrypted(SQLiteBackend(folder / "encrypted.db"))
+    try:
+        print(f"encrypted beside plain, {total:,} messages each:")
+        seconds = {
+            name: build(b, Corpus(), total) for name, b in (("plain", plain), ("enc", sealed))
+        }
+        print(
+            f"build: plain {total / seconds['plain']:,.0f} msg/s, encrypted "
+            f"{total / seconds['enc']:,.0f} msg/s; ratio {seconds['plain'] / seconds['enc']:.2f}"
+        )
+        sizes = {
+            name: sum(p.stat().st_size for p in folder.glob(f"{name}.db*"))
+            for name in ("plain-small", "encrypted")
+        }
+        print(
+            f"database: plain {sizes['plain-small'] / 2**20:,.1f} MiB, encrypted "
+            f"{sizes['encrypted'] / 2**20:,.1f} MiB; ratio "
+            f"{sizes['encrypted'] / sizes['plain-small']:.2f}"
+        )
+        print(f"{'class':<16}{'plain med ms':>14}{'encrypted med ms':>18}{'ratio':>8}")
+        for name, queries in chosen.items():
+            times: dict[str, list[float]] = {"plain": [], "enc": []}
+            for query, _matches in queries[:5]:
+                search = SearchQuery(text=query, limit=20)
+                for label, backend in (("plain", plain), ("enc", sealed)):
+                    backend.search(search)  # warm-up
+                    times[label].append(timed(lambda b=backend, s=search: b.search(s)))
+            if times["plain"]:
+                ours, base = statistics.median(times["enc"]), statistics.median(times["plain"])
+                print(f"{name:<16}{base:>14.2f}{ours:>18.2f}{ours / base:>8.1f}")
+    finally:
+        plain.close()
+        sealed.close()
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import json
 import random
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,6 +44,10 @@ from hermes_sessions import (
 )
 from hermes_sessions.backends.sqlite import SQLiteBackend
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _data.encryption import encrypted as encrypt
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -56,9 +61,15 @@ def source(number: int) -> SessionSource:
     )
 
 
-def build(path: Path, keys: int) -> None:
+def open_backend(path: Path, durability: str, *, encrypted: bool) -> Any:
+    """The SQLite backend on ``path``, under the benchmark cipher if ``encrypted``."""
+    backend = SQLiteBackend(path, durability=durability)
+    return encrypt(backend) if encrypted else backend
+
+
+def build(path: Path, keys: int, *, encrypted: bool = False) -> None:
     """Create ``keys`` conversations through the store (fast durability: setup only)."""
-    with SessionStore(SQLiteBackend(path, durability="normal"), resets=NEVER) as store:
+    with SessionStore(open_backend(path, "normal", encrypted=encrypted), resets=NEVER) as store:
         for number in range(keys):
             store.get_or_create(source(number))
 
@@ -68,16 +79,25 @@ WARM_UP = 50
 
 
 def store_turns(
-    path: Path, keys: int, turns: int, seed: int, *, checked: bool = False, stateful: bool = False
+    path: Path,
+    keys: int,
+    turns: int,
+    seed: int,
+    *,
+    checked: bool = False,
+    stateful: bool = False,
+    encrypted: bool = False,
 ) -> float:
     """Turns per second through the store with full durability.
 
-    ``checked``: with ``seen`` and usage; ``stateful``: checked, and with a state delta.
+    ``checked``: with ``seen`` and usage; ``stateful``: checked, and with a state delta;
+    ``encrypted``: on an encrypted store (built with ``build(..., encrypted=True)``).
     """
     checked = checked or stateful
     rng = random.Random(seed)
     picks = [rng.randrange(keys) for _ in range(turns + WARM_UP)]
-    with SessionStore(SQLiteBackend(path, durability="full"), resets=NEVER) as store:
+    backend = open_backend(path, "full", encrypted=encrypted)
+    with SessionStore(backend, resets=NEVER) as store:
         start = time.perf_counter()
         for n, number in enumerate(picks):
             if n == WARM_UP:
@@ -325,6 +345,19 @@ def main() -> None:
                 f"{keys:>7,} keys, stateful (checked + state_delta): {ours_s:7,.0f} turns/s; raw "
                 f"{raw_s:7,.0f}; ratio {ratio_s:.2f}; "
                 f"{ours_s / ours_c:.2f}x the checked rate"
+            )
+            sealed = folder / "encrypted.db"
+            build(sealed, keys, encrypted=True)
+            ours_e, plain_e, ratio_e = paired(
+                lambda r, k=keys, db=sealed: store_turns(
+                    db, k, turns, seed=k + 30 + r, stateful=True, encrypted=True
+                ),
+                lambda r, k=keys, db=db: store_turns(db, k, turns, seed=k + 40 + r, stateful=True),
+                rounds,
+            )
+            print(
+                f"{keys:>7,} keys, stateful, encrypted (AES-GCM + token hashes): {ours_e:7,.0f} "
+                f"turns/s; plain {plain_e:7,.0f}; ratio {ratio_e:.2f}"
             )
     with tempfile.TemporaryDirectory() as scratch:
         per_turn = commits_per_turn(Path(scratch) / "state.db", 20, 200, seed=7)

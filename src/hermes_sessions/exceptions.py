@@ -28,6 +28,8 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── StorageError               (OSError)       the storage layer failed (wraps sqlite3, OS)
     │   └── IncompatibleStoreError                 the data was written by a newer version
     ├── MissingDependencyError     (ImportError)   an optional dependency (an extra) is missing
+    ├── EncryptionKeyError         (LookupError)   no key for a ciphertext's key id (or none set)
+    ├── DecryptionError            (ValueError)    a ciphertext does not open with its key
     ├── UnknownMemoryTargetError   (ValueError)    a memory target other than memory / user
     └── MemoryRefusedError                         a memory-file change was refused (to_dict())
         ├── InvalidMemoryContentError  (ValueError)    empty, or holds the entry delimiter
@@ -57,6 +59,8 @@ __all__ = [
     "BackendClosedError",
     "ConflictError",
     "CorruptRecordError",
+    "DecryptionError",
+    "EncryptionKeyError",
     "HermesSessionsError",
     "IncognitoLaneError",
     "IncognitoMemoryError",
@@ -617,6 +621,51 @@ class MissingDependencyError(HermesSessionsError, ImportError):
         # ImportError keeps ``name`` outside ``__dict__``: pass it on as state, which
         # BaseException.__setstate__ sets back as an attribute.
         return (*super().__reduce__(), {"name": self.name})
+
+
+# -- encryption at rest ----------------------------------------------------------------------------
+
+
+class EncryptionKeyError(HermesSessionsError, LookupError):
+    """The key a ciphertext names (or the current key) is not available from the key provider.
+
+    Attributes:
+        key_id: The key id the ciphertext names, or ``None`` when no current key is set.
+        reason: Why the key is not there (a variable that is unset, an unknown id, ...).
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, key_id: str | None, reason: str) -> None:
+        self.key_id = key_id
+        self.reason = reason
+        which = "the current key" if key_id is None else f"key {key_id!r}"
+        super().__init__(
+            f"{which} is not available: {reason}; give the cipher a key provider that holds it "
+            "(keep retired keys in the provider until rotate_key() has re-encrypted everything)"
+        )
+
+
+class DecryptionError(HermesSessionsError, ValueError):
+    """A stored ciphertext does not decrypt: a wrong key under the right id, or damaged data.
+
+    Authenticated encryption never yields garbage: a wrong key or a changed byte fails the tag.
+
+    Attributes:
+        key_id: The key id the ciphertext names (``None`` when the envelope itself is malformed).
+        reason: What failed.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, key_id: str | None, reason: str) -> None:
+        self.key_id = key_id
+        self.reason = reason
+        super().__init__(
+            f"a stored ciphertext does not decrypt ({reason}); check that the key given for "
+            f"key id {key_id!r} is the one the data was written with, or restore the data from a "
+            "backup if it was damaged"
+        )
 
 
 # -- memory files ----------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
 
+from hermes_sessions.cipher import ENVELOPE_PREFIX, envelope_plaintext_size
 from hermes_sessions.exceptions import InvalidArgumentError, StateTooLargeError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import JSONObject, check_json
@@ -185,10 +186,20 @@ def normalize_delta(delta: StateDelta) -> dict[str, dict[str, Any]]:
 def state_size(value: JSONObject) -> int:
     """The size a scope's value counts against :data:`MAX_STATE_BYTES`.
 
+    A value that is a :mod:`~hermes_sessions.cipher` envelope counts as the JSON it holds.
+
     .. versionadded:: 0.1.0
     """
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return len(text.encode())
+    size = len(text.encode())
+    for item in value.values():
+        if isinstance(item, str) and item.startswith(ENVELOPE_PREFIX):
+            # An encrypted store keeps each value as an envelope of its JSON: count that JSON,
+            # so a scope holds as much encrypted as plain (docs/privacy.md).
+            held = envelope_plaintext_size(item)
+            if held is not None:
+                size += held - len(item) - 2
+    return size
 
 
 def merge_state(

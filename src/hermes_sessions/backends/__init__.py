@@ -8,7 +8,7 @@ when its name is first looked up.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.paths import default_home
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from hermes_sessions.backends.jsonl import JSONLBackend
     from hermes_sessions.backends.postgres import PostgresBackend
     from hermes_sessions.backends.sqlite import SQLiteBackend
-    from hermes_sessions.protocols import Backend
+    from hermes_sessions.cipher import Cipher
+    from hermes_sessions.protocols import Backend, SearchableBackend
 
 __all__ = ["InMemoryBackend", "JSONLBackend", "PostgresBackend", "SQLiteBackend", "open_backend"]
 
@@ -32,14 +33,27 @@ _MODULES = {
 }
 
 
-def open_backend(kind: str, home: Path | None = None, *, dsn: str | None = None) -> Backend:
+def open_backend(
+    kind: str, home: Path | None = None, *, dsn: str | None = None, cipher: Cipher | None = None
+) -> Backend:
     """Open the backend ``kind`` (``sqlite``, ``jsonl``, ``memory`` or ``postgres``) under ``home``.
 
     ``sqlite`` keeps ``<home>/state.db``; ``jsonl`` keeps ``<home>/sessions/<id>.jsonl`` with its
     journal and routing files beside them in ``<home>``; ``memory`` keeps nothing. ``home``
     defaults to :func:`~hermes_sessions.paths.default_home`. ``postgres`` ignores ``home`` and
-    connects to ``dsn``, else to ``$HERMES_SESSIONS_DSN`` (extra ``postgres``).
+    connects to ``dsn``, else to ``$HERMES_SESSIONS_DSN`` (extra ``postgres``). With ``cipher``
+    the backend is wrapped in an
+    :class:`~hermes_sessions.backends.encrypted.EncryptedBackend` (``docs/privacy.md``).
     """
+    backend = _open(kind, home, dsn)
+    if cipher is None:
+        return backend
+    from hermes_sessions.backends.encrypted import EncryptedBackend  # noqa: PLC0415  # on use
+
+    return EncryptedBackend(cast("SearchableBackend", backend), cipher=cipher)
+
+
+def _open(kind: str, home: Path | None, dsn: str | None) -> Backend:
     if kind == "postgres":
         from hermes_sessions.backends.postgres import PostgresBackend  # noqa: PLC0415
 

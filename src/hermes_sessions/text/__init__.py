@@ -115,6 +115,12 @@ over index tokens; :class:`SearchIndex` is the inverted index of the in-memory a
 backends. :func:`make_snippet` cuts about 40 tokens of the *original* text around the best match
 and reports the match offsets; :func:`searchable_text` is what gets indexed for a message.
 
+Blinded streams
+---------------
+An encrypted store indexes keyed hashes of the tokens instead of the tokens
+(:func:`blind_query` for the query side, :func:`query_text` to hand the blinded query to a
+backend as text); see ``docs/privacy.md``.
+
 Stored streams
 --------------
 A backend that stores the stream (SQLite's FTS5 table, PostgreSQL's ``tsvector`` rows) records
@@ -124,7 +130,7 @@ and PostgreSQL check candidates with :meth:`Query.matches` on the messages' text
 ``reindex()`` has rewritten the rows; ``docs/search.md`` describes the migration.
 
 Modules: ``_width`` (width folding), ``_tokens`` (the stream), ``_query`` (parser, normal form,
-matcher), ``_ranking`` (BM25 and :class:`SearchIndex`), ``_snippets`` and ``_searchable``.
+matcher), ``_ranking`` (BM25 and :class:`SearchIndex`), ``_snippets``, ``_searchable``, ``_blind``.
 Backends use only the names in ``__all__`` below, never the private modules.
 
 The stream depends on the Unicode database of the running Python (case folding, categories):
@@ -135,6 +141,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from hermes_sessions.text._blind import blind_query, query_text
 from hermes_sessions.text._query import (
     MAX_QUERY_LENGTH,
     MAX_QUERY_PHRASES,
@@ -179,6 +186,7 @@ __all__ = [
     "Token",
     "TokenKind",
     "TokenPattern",
+    "blind_query",
     "bm25_score",
     "fold_width",
     "index_tokens",
@@ -186,6 +194,7 @@ __all__ = [
     "match_spans",
     "match_window",
     "parse_query",
+    "query_text",
     "scoring_tokens",
     "searchable_text",
     "tokenize",

@@ -1,0 +1,412 @@
+"""The encrypted backend: any searchable backend, storing only sealed models (see ``_codec``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Self, cast
+
+import attrs
+
+from hermes_sessions.backends.encrypted._codec import Codec
+from hermes_sessions.backends.encrypted._rotate import RotationProgress, rotate_key
+from hermes_sessions.backends.encrypted._search import encrypted_search
+from hermes_sessions.backends.rules import check_message_sizes
+from hermes_sessions.exceptions import InvalidValueError
+from hermes_sessions.options import DEFAULT_MAX_MESSAGE_BYTES
+from hermes_sessions.protocols import (
+    EntryWrite,
+    RotationPlan,
+    SearchableBackend,
+    SupportsCheck,
+    SupportsReindex,
+    SupportsScrub,
+)
+from hermes_sessions.queries import SessionPage, SessionSummary, make_preview
+from hermes_sessions.results import AppendResult
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from datetime import datetime, timedelta
+    from types import TracebackType
+
+    from hermes_sessions.checks import CheckReport
+    from hermes_sessions.cipher import Cipher, KeyProvider
+    from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
+    from hermes_sessions.protocols import Capabilities, ReindexProgress
+    from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
+    from hermes_sessions.usage import Usage
+
+__all__ = ["EncryptedBackend"]
+
+_PREVIEW_PAGE = 8
+_PREVIEW_CACHE = 4096
+
+
+class EncryptedBackend:
+    """A searchable backend whose stored data is encrypted: ``EncryptedBackend(inner, cipher=c)``.
+
+    ``inner`` is a SQLite, JSONL or PostgreSQL backend (any :class:`SearchableBackend`); the
+    wrapper seals every model before it reaches ``inner`` and opens every model it reads, so
+    ``inner`` stores ciphertext and keyed hashes only. Search runs on ``inner``'s own index of
+    hashed tokens; ``term*`` and one-character CJK queries scan and decrypt instead
+    (``docs/privacy.md`` has the costs). The optional protocols of ``inner`` (``scrub``,
+    ``reindex``, ``check``) are offered when ``inner`` has them.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __new__(cls, inner: SearchableBackend, *, cipher: Cipher) -> Self:  # noqa: ARG004  # __init__'s
+        """Pick the class that offers exactly ``inner``'s optional protocols."""
+        if cls is not EncryptedBackend:
+            return super().__new__(cls)
+        scrub = isinstance(inner, SupportsScrub)
+        reindex = isinstance(inner, SupportsReindex)
+        chosen: type[EncryptedBackend] = {
+            (False, False): EncryptedBackend,
+            (True, False): _WithScrub,
+            (False, True): _WithReindex,
+            (True, True): _WithBoth,
+        }[scrub, reindex]
+        return cast("Self", super().__new__(chosen))
+
+    def __init__(self, inner: SearchableBackend, *, cipher: Cipher) -> None:
+        if not isinstance(inner, SearchableBackend):
+            raise InvalidValueError(
+                "EncryptedBackend(inner)", "must be a searchable backend (SQLite, JSONL, ...)"
+            )
+        self.inner = inner
+        self.cipher = cipher
+        self.codec = Codec(cipher)
+        limit = getattr(inner, "max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)
+        self.max_message_bytes: int | None = limit
+        self._previews: dict[tuple[str, int, int, datetime], str | None] = {}
+
+    def __repr__(self) -> str:
+        return f"EncryptedBackend({self.inner!r})"
+
+    # -- routing -----------------------------------------------------------------------------------
+
+    def _open_entry(self, entry: SessionEntry | None) -> SessionEntry | None:
+        return None if entry is None else self.codec.open_entry(entry)
+
+    def get_entry(self, key: str) -> SessionEntry | None:
+        """The entry of ``key``, decrypted."""
+        return self._open_entry(self.inner.get_entry(key))
+
+    def put_entry(self, entry: SessionEntry, *, expected_revision: int | None) -> SessionEntry:
+        """Store an entry (compare-and-swap), encrypted."""
+        stored = self.inner.put_entry(
+            self.codec.seal_entry(entry), expected_revision=expected_revision
+        )
+        return self.codec.open_entry(stored)
+
+    def delete_entry(self, key: str, *, expected_revision: int) -> None:
+        """Delete an entry (compare-and-swap)."""
+        self.inner.delete_entry(key, expected_revision=expected_revision)
+
+    def entries(self, *, session_id: str | None = None) -> list[SessionEntry]:
+        """Every entry (or those of a session), decrypted."""
+        return [self.codec.open_entry(e) for e in self.inner.entries(session_id=session_id)]
+
+    def record_activity(
+        self, key: str, at: datetime, *, last_prompt_tokens: int | None = None
+    ) -> SessionEntry | None:
+        """Move an entry's activity time forward."""
+        entry = self.inner.record_activity(key, at, last_prompt_tokens=last_prompt_tokens)
+        return self._open_entry(entry)
+
+    # -- sessions ----------------------------------------------------------------------------------
+
+    def _open_record(self, record: SessionRecord | None) -> SessionRecord | None:
+        return None if record is None else self.codec.open_record(record)
+
+    def create_session(self, record: SessionRecord) -> SessionRecord:
+        """Store a new session, encrypted."""
+        return self.codec.open_record(self.inner.create_session(self.codec.seal_record(record)))
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """The record of a session, decrypted."""
+        return self._open_record(self.inner.get_session(session_id))
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        values: Mapping[str, Any] | None = None,
+        increments: Mapping[str, int | float] | None = None,
+    ) -> SessionRecord:
+        """Set fields and add to counters; title and metadata are re-sealed together."""
+        sealed = None
+        if values is not None:
+            current = None
+            if "title" in values or "metadata" in values:
+                current = self.inner.get_session(session_id)
+            sealed = self.codec.seal_values(values, current)
+        record = self.inner.update_session(session_id, values=sealed, increments=increments)
+        return self.codec.open_record(record)
+
+    def end_session(
+        self, session_id: str, reason: EndReason | str, *, at: datetime
+    ) -> SessionRecord:
+        """End a session."""
+        return self.codec.open_record(self.inner.end_session(session_id, reason, at=at))
+
+    def reopen_session(self, session_id: str) -> SessionRecord:
+        """Reopen a session."""
+        return self.codec.open_record(self.inner.reopen_session(session_id))
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session and everything of it."""
+        return self.inner.delete_session(session_id)
+
+    def list_sessions(self, query: SessionQuery) -> SessionPage:
+        """A page of sessions; titles are looked up by their keyed hashes."""
+        changes: dict[str, Any] = {}
+        if query.title is not None:
+            changes["title"] = self.codec.title_form(query.title)
+        if query.title_lineage is not None:
+            changes["title_lineage"] = self.codec.lineage_form(query.title_lineage)
+        page = self.inner.list_sessions(attrs.evolve(query, **changes) if changes else query)
+        items = [
+            SessionSummary(record=self.codec.open_record(item.record), preview=self._preview(item))
+            for item in page.items
+        ]
+        return SessionPage(items=items, next_cursor=page.next_cursor)
+
+    def _preview(self, item: SessionSummary) -> str | None:
+        """The listing preview (the first active user message), built after decryption.
+
+        Every change to a session's messages bumps its revision, so a preview is cached by
+        ``(id, revision, message count, start)``: the store lists sessions on many paths
+        (titles, lineages), and reading messages per session each time would double their cost.
+        """
+        record = item.record
+        key = (record.id, record.revision, record.message_count, record.started_at)
+        if key in self._previews:
+            return self._previews[key]
+        if len(self._previews) >= _PREVIEW_CACHE:
+            self._previews.clear()
+        preview = self._previews[key] = self._read_preview(record.id)
+        return preview
+
+    def _read_preview(self, session_id: str) -> str | None:
+        after = None
+        while True:
+            batch = self.inner.get_messages(session_id, after_id=after, limit=_PREVIEW_PAGE)
+            for message in batch:
+                if message.role == "user":
+                    return make_preview(self.codec.open_message(message).content)
+            if len(batch) < _PREVIEW_PAGE:
+                return None
+            after = batch[-1].id
+
+    # -- messages ----------------------------------------------------------------------------------
+
+    def _seal_messages(self, messages: Sequence[Message]) -> list[Message]:
+        check_message_sizes(messages, self.max_message_bytes)
+        return [self.codec.seal_message(message) for message in messages]
+
+    def _open_messages(self, messages: Sequence[Message]) -> list[Message]:
+        return [self.codec.open_message(message) for message in messages]
+
+    def append_messages(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
+        state: Mapping[str, Mapping[str, Any]] | None = None,
+        if_revision: int | None = None,
+    ) -> AppendResult:
+        """Append messages, encrypted, with activity, usage and state in the same write."""
+        result = self.inner.append_messages(
+            session_id,
+            self._seal_messages(messages),
+            touch_at=touch_at,
+            usage=usage,
+            state=self.codec.seal_changes(state),
+            if_revision=if_revision,
+        )
+        return AppendResult(
+            self._open_messages(result.messages),
+            duplicate=result.duplicate,
+            existing=self._open_messages(result.existing),
+            revision=result.revision,
+        )
+
+    def get_messages(
+        self,
+        session_id: str,
+        *,
+        after_id: int | None = None,
+        before_id: int | None = None,
+        limit: int | None = None,
+        include_inactive: bool = False,
+        from_end: bool = False,
+    ) -> list[Message]:
+        """Messages in insertion order, decrypted."""
+        stored = self.inner.get_messages(
+            session_id,
+            after_id=after_id,
+            before_id=before_id,
+            limit=limit,
+            include_inactive=include_inactive,
+            from_end=from_end,
+        )
+        return self._open_messages(stored)
+
+    def get_message(self, session_id: str, message_id: int) -> Message | None:
+        """One message, decrypted."""
+        message = self.inner.get_message(session_id, message_id)
+        return None if message is None else self.codec.open_message(message)
+
+    def find_message(self, session_id: str, platform_message_id: str) -> Message | None:
+        """The message with this platform id (looked up by its keyed hash)."""
+        blinded = self.codec.platform_id(platform_message_id)
+        assert blinded is not None  # noqa: S101  # a str in, a hash out
+        message = self.inner.find_message(session_id, blinded)
+        return None if message is None else self.codec.open_message(message)
+
+    def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
+        """Replace one message, re-encrypted and re-indexed."""
+        sealed = self._seal_messages([message])[0]
+        try:
+            stored = self.inner.replace_message(session_id, message_id, sealed)
+        except ValueError as error:
+            blinded = sealed.platform_message_id
+            if blinded is None or blinded not in str(error):
+                raise
+            raise InvalidValueError(  # the inner error names the hash; say the id instead
+                "Message.platform_message_id",
+                f"{message.platform_message_id!r} already belongs to another message of session "
+                f"{session_id}; give the edit that message's id or another one",
+            ) from None
+        return self.codec.open_message(stored)
+
+    def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        """Replace the whole transcript."""
+        stored = self.inner.replace_messages(session_id, self._seal_messages(messages))
+        return self._open_messages(stored)
+
+    def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:
+        """Soft-delete or restore messages."""
+        return self.inner.set_active(session_id, message_ids, active=active)
+
+    def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
+        """Delete messages for good."""
+        return self.inner.delete_messages(session_id, message_ids)
+
+    # -- state -------------------------------------------------------------------------------------
+
+    def get_state(self, scope_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Scope values, decrypted."""
+        return self.codec.open_state(self.inner.get_state(scope_ids))
+
+    def update_state(
+        self,
+        changes: Mapping[str, Mapping[str, Any]],
+        *,
+        session_id: str | None = None,
+        if_revision: int | None = None,
+    ) -> SessionRecord | None:
+        """Merge state changes, each value encrypted."""
+        sealed = self.codec.seal_changes(changes)
+        assert sealed is not None  # noqa: S101  # changes is a mapping
+        record = self.inner.update_state(sealed, session_id=session_id, if_revision=if_revision)
+        return self._open_record(record)
+
+    # -- the rest of the protocol ------------------------------------------------------------------
+
+    def capabilities(self) -> Capabilities:
+        """Those of ``inner``."""
+        return self.inner.capabilities()
+
+    def apply(self, plan: RotationPlan) -> list[SessionEntry]:
+        """Commit a rotation plan, its records, messages and entries encrypted."""
+        sealed = attrs.evolve(
+            plan,
+            create=None if plan.create is None else self.codec.seal_record(plan.create),
+            messages=self._seal_messages(plan.messages),
+            entries=[
+                EntryWrite(
+                    entry=self.codec.seal_entry(write.entry),
+                    expected_revision=write.expected_revision,
+                )
+                for write in plan.entries
+            ],
+        )
+        return [self.codec.open_entry(entry) for entry in self.inner.apply(sealed)]
+
+    def acquire_lease(self, resource: str, holder: str, *, ttl: timedelta, now: datetime) -> bool:
+        """Take or renew a lease."""
+        return self.inner.acquire_lease(resource, holder, ttl=ttl, now=now)
+
+    def release_lease(self, resource: str, holder: str) -> None:
+        """Release a lease."""
+        self.inner.release_lease(resource, holder)
+
+    def close(self) -> None:
+        """Close ``inner``."""
+        self.inner.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        """Search: hashed tokens on ``inner``'s index, or a decrypting scan for prefixes."""
+        return encrypted_search(self, query)
+
+    def check(self) -> CheckReport:
+        """``inner``'s check of the stored (sealed) data."""
+        if not isinstance(self.inner, SupportsCheck):
+            raise NotImplementedError(f"{self.inner!r} has no check()")
+        return self.inner.check()
+
+    def rotate_key(
+        self, new: KeyProvider | None = None, *, scopes: Sequence[str] = ()
+    ) -> Iterator[RotationProgress]:
+        """Re-encrypt everything not under the current key (``new``'s, if given); yield progress.
+
+        See :func:`~hermes_sessions.backends.encrypted.rotate_key`.
+        """
+        return rotate_key(self, new, scopes=scopes)
+
+
+class _WithScrub(EncryptedBackend):
+    def scrub(self) -> None:
+        """``inner``'s scrub (freed pages and old files overwritten)."""
+        assert isinstance(self.inner, SupportsScrub)  # noqa: S101  # chosen in __new__
+        self.inner.scrub()
+
+
+class _ReindexMixin(EncryptedBackend):
+    def reindex_needed(self) -> bool:
+        """Whether ``inner``'s index rows hold an older stream."""
+        assert isinstance(self.inner, SupportsReindex)  # noqa: S101  # chosen in __new__
+        return self.inner.reindex_needed()
+
+    def reindex(
+        self,
+        *,
+        progress: Callable[[ReindexProgress], None] | None = None,
+        batch_size: int = 500,
+    ) -> int:
+        """``inner``'s re-index (it indexes the stored, hashed stream)."""
+        assert isinstance(self.inner, SupportsReindex)  # noqa: S101  # chosen in __new__
+        return self.inner.reindex(progress=progress, batch_size=batch_size)
+
+
+class _WithReindex(_ReindexMixin):
+    pass
+
+
+class _WithBoth(_ReindexMixin, _WithScrub):
+    pass
