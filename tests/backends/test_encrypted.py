@@ -233,6 +233,31 @@ def test_open_backend_takes_a_cipher(tmp_path: Path) -> None:
         assert b"mkopenmarker1" not in _stored_bytes(kind, home)
 
 
+def test_store_open_takes_a_cipher(tmp_path: Path) -> None:
+    """``SessionStore.open`` and ``AsyncSessionStore.open`` take ``cipher=`` and encrypt at rest."""
+    import asyncio  # noqa: PLC0415
+
+    from hermes_sessions import AsyncSessionStore, Message, SessionSource, SessionStore  # noqa: PLC0415
+
+    source = SessionSource(platform="cli", chat_id="1")
+    with SessionStore.open(tmp_path / "sync", cipher=cipher()) as store:
+        assert isinstance(store.backend, EncryptedBackend)
+        store.append(
+            store.get_or_create(source).session_id, Message(role="user", content="mkstoreopen1")
+        )
+        assert len(store.search("mkstoreopen1")) == 1
+    assert b"mkstoreopen1" not in _stored_bytes("sqlite", tmp_path / "sync")
+
+    async def scenario() -> None:
+        async with await AsyncSessionStore.open(tmp_path / "async", "jsonl", cipher=cipher()) as s:
+            lookup = await s.get_or_create(source)
+            await s.append(lookup.session_id, Message(role="user", content="mkstoreopen2"))
+            assert len(await s.search("mkstoreopen2")) == 1
+
+    asyncio.run(scenario())
+    assert b"mkstoreopen2" not in _stored_bytes("jsonl", tmp_path / "async")
+
+
 @pytest.mark.parametrize(
     "values", [{"metadata": [1]}, {"title": 5}, {"system_prompt": 3}, {"model_config": "x"}]
 )

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from types import TracebackType
 
+    from hermes_sessions.cipher import Cipher
     from hermes_sessions.models import (
         Message,
         MessageContent,
@@ -151,16 +152,15 @@ class AsyncSessionStore:
         backend: Literal["sqlite", "jsonl", "memory", "postgres"] = "sqlite",
         *,
         dsn: str | None = None,
+        cipher: Cipher | None = None,
         **options: Unpack[StoreOptions],
     ) -> AsyncSessionStore:
         """Open a store like :meth:`SessionStore.open`, without blocking the loop (await it).
 
         ``store = await AsyncSessionStore.open(home)``; ``async with store:`` closes it.
         """
-        store = await asyncio.get_running_loop().run_in_executor(
-            None, functools.partial(SessionStore.open, home, backend, dsn=dsn, **options)
-        )
-        return cls(store)
+        opening = functools.partial(SessionStore.open, dsn=dsn, cipher=cipher, **options)
+        return cls(await asyncio.get_running_loop().run_in_executor(None, opening, home, backend))
 
     async def _run(self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         loop = self._loop = asyncio.get_running_loop()

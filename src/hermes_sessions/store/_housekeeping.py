@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from hermes_sessions.clock import require_aware
-from hermes_sessions.exceptions import ConflictError, LockTimeoutError
+from hermes_sessions.exceptions import ConflictError, InvalidArgumentError, LockTimeoutError
 from hermes_sessions.keys import parse_session_key
 from hermes_sessions.models import SessionEntry, SessionRecord, SessionSource
 from hermes_sessions.protocols import SupportsScrub
@@ -104,7 +104,7 @@ def prune(
     )
 
 
-def erase_user(  # noqa: C901  # one walk decides and (unless dry_run) erases
+def erase_user(  # noqa: C901, PLR0912  # one walk decides and (unless dry_run) erases
     backend: Backend,
     platform: str,
     user_ids: Sequence[str],
@@ -113,6 +113,8 @@ def erase_user(  # noqa: C901  # one walk decides and (unless dry_run) erases
     app_id: str = "main",
 ) -> EraseReport:
     """Erase one user of one platform: owned sessions, sent messages, ids and names; scrub."""
+    if not user_ids:
+        raise InvalidArgumentError("erase_user needs at least one user id after the platform")
     ids = frozenset(user_ids)
     matched: set[str] = set()
     deleted: list[str] = []

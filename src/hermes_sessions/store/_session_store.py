@@ -56,6 +56,7 @@ from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchR
 from hermes_sessions.window import ContextWindow, context_window
 
 if TYPE_CHECKING:
+    from hermes_sessions.cipher import Cipher
     from hermes_sessions.models import SessionSource
     from hermes_sessions.queries import (
         SearchHit,
@@ -123,17 +124,18 @@ class SessionStore(ClosesOnExit):
         backend: Literal["sqlite", "jsonl", "memory", "postgres"] = "sqlite",
         *,
         dsn: str | None = None,
+        cipher: Cipher | None = None,
         **options: Unpack[StoreOptions],
     ) -> SessionStore:
         """Open a store under ``home`` (default: :func:`~hermes_sessions.paths.default_home`).
 
-        ``sqlite`` keeps ``<home>/state.db``; ``jsonl`` one file per session in ``<home>/sessions/``
-        (journal beside it); ``memory`` nothing; ``postgres`` connects to ``dsn`` (default:
-        ``$HERMES_SESSIONS_DSN``). ``options`` go to the store's constructor.
+        ``sqlite`` keeps ``<home>/state.db``; ``jsonl`` ``<home>/sessions/`` and its journal;
+        ``memory`` nothing; ``postgres`` connects to ``dsn`` (default ``$HERMES_SESSIONS_DSN``).
+        ``cipher`` encrypts at rest, searchably (``docs/privacy.md``); ``options`` go to ``cls``.
         """
         from hermes_sessions.backends import open_backend  # noqa: PLC0415  # backends load lazily
 
-        opened = open_backend(backend, None if home is None else Path(home), dsn=dsn)
+        opened = open_backend(backend, None if home is None else Path(home), dsn=dsn, cipher=cipher)
         return cls(opened, **options)
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -586,8 +588,6 @@ class SessionStore(ClosesOnExit):
 
         Their sessions, keys, messages, ids, names and user state go; then the files are scrubbed.
         """
-        if not user_ids:
-            raise InvalidArgumentError("erase_user needs at least one user id after the platform")
         return _housekeeping.erase_user(
             self.backend, platform, user_ids, dry_run=dry_run, app_id=self.keys.namespace
         )
