@@ -10,6 +10,7 @@ from hermes_sessions.backends.encrypted._codec import Codec
 from hermes_sessions.backends.encrypted._rotate import RotationProgress, rotate_key
 from hermes_sessions.backends.encrypted._search import encrypted_search
 from hermes_sessions.backends.rules import check_message_sizes
+from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import InvalidValueError
 from hermes_sessions.options import DEFAULT_MAX_MESSAGE_BYTES
 from hermes_sessions.protocols import (
@@ -26,7 +27,6 @@ from hermes_sessions.results import AppendResult
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from datetime import datetime, timedelta
-    from types import TracebackType
 
     from hermes_sessions.checks import CheckReport
     from hermes_sessions.cipher import Cipher, KeyProvider
@@ -41,7 +41,7 @@ _PREVIEW_PAGE = 8
 _PREVIEW_CACHE = 4096
 
 
-class EncryptedBackend:
+class EncryptedBackend(ClosesOnExit):
     """A searchable backend whose stored data is encrypted: ``EncryptedBackend(inner, cipher=c)``.
 
     ``inner`` is a SQLite, JSONL or PostgreSQL backend (any :class:`SearchableBackend`); the
@@ -348,17 +348,6 @@ class EncryptedBackend:
     def close(self) -> None:
         """Close ``inner``."""
         self.inner.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def search(self, query: SearchQuery) -> list[SearchHit]:
         """Search: hashed tokens on ``inner``'s index, or a decrypting scan for prefixes."""
