@@ -103,6 +103,24 @@ def _settle(backend: Backend, markers: Mapping[str, tuple[str, ...]]) -> None:
         backend.update_state(changes)
 
 
+def _finished(marked: Mapping[str, tuple[str, ...]], live: set[str]) -> dict[str, tuple[str, ...]]:
+    """The markers of a pass whose plan was applied: every old key is gone, or finished too.
+
+    An old key that is live again is a chained key (it received another lane's entry); its own
+    marker tells whether that pass's plan was applied.
+    """
+    done: dict[str, tuple[str, ...]] = {}
+    while True:
+        more = {
+            key: olds
+            for key, olds in marked.items()
+            if key not in done and all(old not in live or old in done for old in olds)
+        }
+        if not more:
+            return dict(sorted(done.items()))
+        done.update(more)
+
+
 def plan_lane_moves(
     backend: Backend,
     lanes: Mapping[str, str],
@@ -124,12 +142,11 @@ def plan_lane_moves(
         targets.setdefault(new, []).append(old)
     wanted = {*lanes, *targets, *live}
     found = backend.get_state(sorted({_lane(k) for k in wanted} | {_marker(k) for k in live}))
-    pending: dict[str, tuple[str, ...]] = {}
+    marked = {
+        key: tuple(found[_marker(key)].get(_FROM, ())) for key in live if _marker(key) in found
+    }
+    pending = _finished(marked, live)
     moved: list[tuple[str, str]] = []
-    for key in sorted(live):
-        olds = tuple(found.get(_marker(key), {}).get(_FROM, ()))
-        if olds and not live.intersection(olds):
-            pending[key] = olds
     left = backend.get_state(sorted({_lane(o) for olds in pending.values() for o in olds}))
     moved += [(old, key) for key, olds in pending.items() for old in olds if left.get(_lane(old))]
     before: dict[str, dict[str, Any]] = {}

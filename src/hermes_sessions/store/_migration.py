@@ -7,7 +7,8 @@ imported), is replaced by the key read back with
 :func:`~hermes_sessions.legacy_keys.read_session_key`, and only when that reading is
 unambiguous; otherwise the entry is reported and left alone. Records follow their lane: every
 record created under a moved key gets the new key (records of a lane without an entry move when
-their key reads back unambiguously, and are reported otherwise).
+their key reads back unambiguously, and are reported otherwise). Lane state follows too
+(:mod:`hermes_sessions.store._lane_moves`, written around the plan).
 
 Collisions (several keys onto one new key) are merged by default: the contender whose session
 was active last becomes the new key's live session, every other contender's session becomes
@@ -459,8 +460,10 @@ def migrate_keys(
     (the session active last stays live, the others become ended history of the new key) or,
     with ``collisions="refuse"``, left alone. What cannot be worked out is reported in
     ``skipped``, never guessed. ``remap`` rewrites a source before the new key is built (a
-    host's own chat-type vocabulary). The pass is one atomic plan; running it again is a
-    no-op. See ``docs/key-migration.md``.
+    host's own chat-type vocabulary). Each moved lane's lane state moves to its new key (merged,
+    the live session's values first, on a collision). The pass is one atomic plan, with the
+    lane state written before and cleared after it; running it again is a no-op (or finishes
+    a clear a crash interrupted). See ``docs/key-migration.md``.
 
     .. versionadded:: 0.1.0
     """
