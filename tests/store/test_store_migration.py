@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import tempfile
 from datetime import timedelta
 from pathlib import Path
@@ -26,8 +27,10 @@ from hermes_sessions import (
     SessionStore,
 )
 from hermes_sessions.aio import AsyncSessionStore
+from hermes_sessions.backends.encrypted import EncryptedBackend
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.backends.sqlite import SQLiteBackend
+from hermes_sessions.cipher import Cipher, StaticKeys
 from hermes_sessions.clock import FrozenClock
 from hermes_sessions.protocols import SupportsCheck
 from hermes_sessions.queries import SessionQuery
@@ -322,6 +325,24 @@ def test_lane_state_follows_a_moved_key(store, clock):
     assert lane_state(store, work.build(TG)) == {"model": "m1", "n": 2}
     assert lane_state(store, old_key) == {}
     assert store.state(session_id).lane == {"model": "m1", "n": 2}
+
+
+def test_lane_state_follows_a_moved_key_on_an_encrypted_store(clock, tmp_path):
+    """Under a cipher, the lane state (and the markers around the plan) move the same way."""
+    data_key = hashlib.sha256(b"lane state data key").digest()
+    cipher = Cipher(StaticKeys({"k1": data_key}), token_key=hashlib.sha256(b"token").digest())
+    backend = EncryptedBackend(SQLiteBackend(tmp_path / "state.db"), cipher=cipher)
+    with SessionStore(backend, clock=clock) as store:
+        talk(store, TG, "a")
+        old_key = store.keys.build(TG)
+        store.update_state({StateScope.lane(old_key): {"model": "m1"}})
+        work = KeyPolicy(namespace="work")
+        store.migrate_keys(store.keys, work, dry_run=False)
+        assert (lane_state(store, old_key), lane_state(store, work.build(TG))) == (
+            {},
+            {"model": "m1"},
+        )
+        assert not store.migrate_keys(store.keys, work, dry_run=False).changed
 
 
 def test_unrouted_lane_state_follows_its_records(store, clock):
