@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import tempfile
 from datetime import timedelta
 from pathlib import Path
@@ -26,11 +27,14 @@ from hermes_sessions import (
     SessionStore,
 )
 from hermes_sessions.aio import AsyncSessionStore
+from hermes_sessions.backends.encrypted import EncryptedBackend
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.backends.sqlite import SQLiteBackend
+from hermes_sessions.cipher import Cipher, StaticKeys
 from hermes_sessions.clock import FrozenClock
 from hermes_sessions.protocols import SupportsCheck
 from hermes_sessions.queries import SessionQuery
+from hermes_sessions.state import StateScope
 from hermes_sessions.store import KEY_MERGED
 
 if TYPE_CHECKING:
@@ -304,6 +308,157 @@ def test_a_second_run_is_a_no_op(store, clock):
     assert snapshot(store.backend) == after
 
 
+def lane_state(store: SessionStore, key: str) -> dict[str, Any]:
+    """The lane state stored under ``key``."""
+    scope = StateScope.lane(key).id
+    return store.backend.get_state([scope]).get(scope, {})
+
+
+def test_lane_state_follows_a_moved_key(store, clock):
+    """A namespace change moves the lane's state to the new key and clears the old one."""
+    session_id = talk(store, TG, "a")
+    old_key = store.keys.build(TG)
+    store.update_state({StateScope.lane(old_key): {"model": "m1", "n": 2}})
+    work = KeyPolicy(namespace="work")
+    report = store.migrate_keys(store.keys, work, dry_run=False)
+    assert report.states_moved == ((old_key, work.build(TG)),)
+    assert lane_state(store, work.build(TG)) == {"model": "m1", "n": 2}
+    assert lane_state(store, old_key) == {}
+    assert store.state(session_id).lane == {"model": "m1", "n": 2}
+
+
+def test_lane_state_follows_a_moved_key_on_an_encrypted_store(clock, tmp_path):
+    """Under a cipher, the lane state (and the markers around the plan) move the same way."""
+    data_key = hashlib.sha256(b"lane state data key").digest()
+    cipher = Cipher(StaticKeys({"k1": data_key}), token_key=hashlib.sha256(b"token").digest())
+    backend = EncryptedBackend(SQLiteBackend(tmp_path / "state.db"), cipher=cipher)
+    with SessionStore(backend, clock=clock) as store:
+        talk(store, TG, "a")
+        old_key = store.keys.build(TG)
+        store.update_state({StateScope.lane(old_key): {"model": "m1"}})
+        work = KeyPolicy(namespace="work")
+        store.migrate_keys(store.keys, work, dry_run=False)
+        assert (lane_state(store, old_key), lane_state(store, work.build(TG))) == (
+            {},
+            {"model": "m1"},
+        )
+        assert not store.migrate_keys(store.keys, work, dry_run=False).changed
+
+
+def test_unrouted_lane_state_follows_its_records(store, clock):
+    """A lane with records but no entry takes its lane state along when its records move."""
+    key = "agent:main:telegram:dm:7"
+    store.backend.create_session(
+        SessionRecord(id="s1", source="telegram", started_at=clock.now(), session_key=key)
+    )
+    store.update_state({StateScope.lane(key): {"topic": "x"}})
+    store.migrate_keys(store.keys, KeyPolicy(namespace="work"), dry_run=False)
+    assert lane_state(store, "agent:work:telegram:dm:7") == {"topic": "x"}
+    assert lane_state(store, key) == {}
+
+
+def test_merged_lane_state_gives_the_live_sessions_values_precedence(store, clock):
+    """On a merge the winner's lane values win, the loser's fill in what the winner lacks."""
+    talk(store, LIN, "a")
+    clock.advance(timedelta(minutes=5))
+    talk(store, EVE, "b")  # eve is active last: her session stays live
+    lin_key, eve_key = store.keys.build(LIN), store.keys.build(EVE)
+    store.update_state({StateScope.lane(lin_key): {"model": "lin", "lang": "zh"}})
+    store.update_state({StateScope.lane(eve_key): {"model": "eve"}})
+    report = store.migrate_keys(store.keys, SHARED, dry_run=False)
+    new_key = SHARED.build(LIN)
+    assert set(report.states_moved) == {(lin_key, new_key), (eve_key, new_key)}
+    assert lane_state(store, new_key) == {"model": "eve", "lang": "zh"}
+    assert (lane_state(store, lin_key), lane_state(store, eve_key)) == ({}, {})
+
+
+def test_a_dry_run_reports_lane_state_and_writes_none(store, clock):
+    """The dry run names the lane state that would move, and leaves every lane's state alone."""
+    talk(store, TG, "a")
+    old_key = store.keys.build(TG)
+    store.update_state({StateScope.lane(old_key): {"k": 1}})
+    work = KeyPolicy(namespace="work")
+    dry = store.migrate_keys(store.keys, work)
+    assert dry.states_moved == ((old_key, work.build(TG)),)
+    assert f"lane state {old_key} -> {work.build(TG)}" in dry.lines()
+    assert (lane_state(store, old_key), lane_state(store, work.build(TG))) == ({"k": 1}, {})
+
+
+def test_a_second_run_leaves_moved_lane_state_alone(store, clock):
+    """Re-running a finished migration moves no lane state and changes none."""
+    talk(store, TG, "a")
+    store.update_state({StateScope.lane(store.keys.build(TG)): {"k": 1}})
+    work = KeyPolicy(namespace="work")
+    store.migrate_keys(store.keys, work, dry_run=False)
+    again = store.migrate_keys(store.keys, work, dry_run=False)
+    assert (again.changed, again.states_moved) == (False, ())
+    assert lane_state(store, work.build(TG)) == {"k": 1}
+
+
+class ProcessDiedError(Exception):
+    """Raised by a test backend where the process would have died."""
+
+
+class CrashAfterApply(InMemoryBackend):
+    """A backend whose process "dies" right after the plan is applied (old keys not cleared)."""
+
+    crash = False
+
+    def apply(self, plan: Any) -> Any:
+        """Apply the plan, then die once when armed."""
+        result = super().apply(plan)
+        if self.crash:
+            self.crash = False
+            raise ProcessDiedError  # stands for the process dying mid-migration
+        return result
+
+
+def test_a_re_run_finishes_clearing_after_a_crash(clock):
+    """A pass cut off after its plan leaves old lane state; the next run reports and clears it."""
+    with SessionStore(CrashAfterApply(), clock=clock) as store:
+        talk(store, TG, "a")
+        old_key = store.keys.build(TG)
+        store.update_state({StateScope.lane(old_key): {"k": 1}})
+        work = KeyPolicy(namespace="work")
+        store.backend.crash = True  # type: ignore[attr-defined]
+        with pytest.raises(ProcessDiedError):
+            store.migrate_keys(store.keys, work, dry_run=False)
+        assert lane_state(store, work.build(TG)) == {"k": 1}
+        assert store.migrate_keys(store.keys, work).states_moved == ((old_key, work.build(TG)),)
+        store.migrate_keys(store.keys, work, dry_run=False)
+        assert (lane_state(store, old_key), lane_state(store, work.build(TG))) == ({}, {"k": 1})
+        assert not store.migrate_keys(store.keys, work, dry_run=False).changed
+
+
+class CrashBeforeApply(InMemoryBackend):
+    """A backend whose process "dies" just before the plan is applied."""
+
+    crash = False
+
+    def apply(self, plan: Any) -> Any:
+        """Die once when armed, else apply the plan."""
+        if self.crash:
+            self.crash = False
+            raise ProcessDiedError  # stands for the process dying mid-migration
+        return super().apply(plan)
+
+
+def test_a_re_run_after_a_crash_before_the_plan_merges_the_same(clock):
+    """A crash after the merge was written, before the plan: the re-run ends at the same state."""
+    with SessionStore(CrashBeforeApply(), clock=clock) as store:
+        talk(store, LIN, "a")
+        clock.advance(timedelta(minutes=5))
+        talk(store, EVE, "b")
+        store.update_state({StateScope.lane(store.keys.build(LIN)): {"model": "lin", "x": 1}})
+        store.update_state({StateScope.lane(store.keys.build(EVE)): {"model": "eve"}})
+        store.backend.crash = True  # type: ignore[attr-defined]
+        with pytest.raises(ProcessDiedError):
+            store.migrate_keys(store.keys, SHARED, dry_run=False)
+        store.migrate_keys(store.keys, SHARED, dry_run=False)
+        assert lane_state(store, SHARED.build(LIN)) == {"model": "eve", "x": 1}
+        assert lane_state(store, store.keys.build(LIN)) == {}
+
+
 class RacingBackend(InMemoryBackend):
     """Another writer suspends a key just before each of the first ``races`` plans applies."""
 
@@ -418,6 +573,19 @@ def open_backend(request: pytest.FixtureRequest) -> Iterator[Callable[[], Backen
         yield fresh
 
 
+def assert_lane_state_followed(store: SessionStore, report: KeyMigrationReport) -> None:
+    """Every moved lane's state (``{"lane": old_key}``) is at its new key, the old key's is gone."""
+    merged_away = {key for merge in report.merged for key, _ in merge.merged}
+    receiving = {new_key for _, new_key in report.states_moved}
+    for old_key, new_key in report.states_moved:
+        if old_key not in receiving:  # a chained key holds what it received
+            assert lane_state(store, old_key) == {}
+        if old_key not in merged_away:  # a winner's value is the new key's
+            assert lane_state(store, new_key) == {"lane": old_key}
+    for move in report.moved:
+        assert (move.old_key, move.new_key) in report.states_moved
+
+
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -431,10 +599,13 @@ def test_every_entry_lands_on_its_new_key_and_nothing_is_orphaned(open_backend, 
             session_id = store.get_or_create(source, force_new=step == "new").session_id
             if step != "quiet":
                 store.append(session_id, user(f"m{n}"), Message(role="assistant", content="ok"))
-        _, records_before = snapshot(store.backend)
+        entries_before, records_before = snapshot(store.backend)
         transcripts = {r.id: store.transcript(r.id) for r in records_before}
-        store.migrate_keys(old, new, dry_run=False)
+        for entry in entries_before:  # every lane gets a state of its own
+            store.update_state({StateScope.lane(entry.session_key): {"lane": entry.session_key}})
+        report = store.migrate_keys(old, new, dry_run=False)
         entries, records = snapshot(store.backend)
+        assert_lane_state_followed(store, report)
         for entry in entries:
             assert entry.origin is not None
             assert entry.session_key == new.build(entry.origin)

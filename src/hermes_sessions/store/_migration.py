@@ -7,7 +7,8 @@ imported), is replaced by the key read back with
 :func:`~hermes_sessions.legacy_keys.read_session_key`, and only when that reading is
 unambiguous; otherwise the entry is reported and left alone. Records follow their lane: every
 record created under a moved key gets the new key (records of a lane without an entry move when
-their key reads back unambiguously, and are reported otherwise).
+their key reads back unambiguously, and are reported otherwise). Lane state follows too
+(:mod:`hermes_sessions.store._lane_moves`, written around the plan).
 
 Collisions (several keys onto one new key) are merged by default: the contender whose session
 was active last becomes the new key's live session, every other contender's session becomes
@@ -32,6 +33,7 @@ from hermes_sessions.legacy_keys import read_session_key
 from hermes_sessions.models import SessionEntry, SessionRecord, SessionSource
 from hermes_sessions.protocols import Backend, EntryWrite, RotationPlan
 from hermes_sessions.queries import SessionQuery
+from hermes_sessions.store._lane_moves import LaneMoves, Rank, plan_lane_moves
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -135,11 +137,16 @@ class KeyMigrationReport:
     """Keys left alone, with the reason."""
     unchanged: int
     """Entries whose key already is what the new policy builds."""
+    states_moved: tuple[tuple[str, str], ...] = ()
+    """``(old_key, new_key)`` of every lane whose lane state moves, in old-key order.
+
+    .. versionadded:: 0.1.0
+    """
 
     @property
     def changed(self) -> bool:
         """Whether the pass moves anything (``False`` on a re-run)."""
-        return bool(self.moved or self.rekeyed)
+        return bool(self.moved or self.rekeyed or self.states_moved)
 
     def lines(self) -> list[str]:
         """One human-readable line per move, merge and skip (what the CLI prints)."""
@@ -147,6 +154,7 @@ class KeyMigrationReport:
         for merge in self.merged:
             others = ", ".join(f"{key} ({sid})" for key, sid in merge.merged)
             out.append(f"merge into {merge.new_key}: live {merge.session_id}; history {others}")
+        out.extend(f"lane state {old} -> {new}" for old, new in self.states_moved)
         out.extend(f"skip {s.key} ({s.reason}): {s.detail}" for s in self.skipped)
         return out
 
@@ -367,14 +375,36 @@ def _lanes(
     return lanes
 
 
+def _ranks(
+    lanes: dict[str, str],
+    entries: dict[str, SessionEntry],
+    by_id: dict[str, SessionRecord],
+    records: list[SessionRecord],
+) -> dict[str, Rank]:
+    """The lane-state precedence of every contender: the collision rule's order.
+
+    Routed lanes (an entry, moving or staying at a new key) rank by :func:`_live_first`, above
+    every unrouted lane; unrouted lanes rank by their record active last.
+    """
+    ranks: dict[str, Rank] = {}
+    for record in records:
+        key = record.session_key
+        if key in lanes and key not in entries:
+            ranks[key] = max(ranks.get(key, ()), (0, record.last_active, record.id))
+    for key in {*lanes, *lanes.values()}:
+        if key in entries:
+            ranks[key] = (1, *_live_first(by_id, entries[key]))
+    return ranks
+
+
 def plan_pass(
     backend: Backend,
     planner: _Planner,
     *,
     dry_run: bool,
     now: datetime,
-) -> tuple[KeyMigrationReport, RotationPlan | None]:
-    """Read the store and work out the report and the plan of one pass (nothing is written)."""
+) -> tuple[KeyMigrationReport, RotationPlan | None, LaneMoves]:
+    """Read the store and work out the report and the plans of one pass (nothing is written)."""
     entries = {entry.session_key: entry for entry in backend.entries()}
     records = sorted(
         (item.record for item in backend.list_sessions(SessionQuery(limit=None)).items),
@@ -388,6 +418,8 @@ def plan_pass(
     deletes = [(key, entries[key].revision) for key in sorted(moving) if key not in writes]
     lanes = _lanes(planner, moving, entries, records, ends)
     rekeyed = [(r.id, lanes[r.session_key]) for r in records if r.session_key in lanes]
+    live = {*entries, *(r.session_key for r in records if r.session_key is not None)}
+    states = plan_lane_moves(backend, lanes, _ranks(lanes, entries, by_id, records), live)
     report = KeyMigrationReport(
         dry_run=dry_run,
         moved=tuple(
@@ -398,9 +430,10 @@ def plan_pass(
         rekeyed=tuple(rekeyed),
         skipped=tuple(sorted(planner.skipped, key=lambda s: (s.key, s.reason))),
         unchanged=planner.unchanged,
+        states_moved=states.moved,
     )
     if not (writes or deletes or rekeyed):
-        return report, None
+        return report, None, states
     plan = RotationPlan(
         at=now,
         delete=deletes,
@@ -408,7 +441,7 @@ def plan_pass(
         rekey=rekeyed,
         end=[(session_id, KEY_MERGED) for session_id in ends],
     )
-    return report, plan
+    return report, plan, states
 
 
 def migrate_keys(
@@ -427,8 +460,10 @@ def migrate_keys(
     (the session active last stays live, the others become ended history of the new key) or,
     with ``collisions="refuse"``, left alone. What cannot be worked out is reported in
     ``skipped``, never guessed. ``remap`` rewrites a source before the new key is built (a
-    host's own chat-type vocabulary). The pass is one atomic plan; running it again is a
-    no-op. See ``docs/key-migration.md``.
+    host's own chat-type vocabulary). Each moved lane's lane state moves to its new key (merged,
+    the live session's values first, on a collision). The pass is one atomic plan, with the
+    lane state written before and cleared after it; running it again is a no-op (or finishes
+    a clear a crash interrupted). See ``docs/key-migration.md``.
 
     .. versionadded:: 0.1.0
     """
@@ -439,16 +474,20 @@ def migrate_keys(
         planner = _Planner(
             old_policy, new_policy, remap or _same, collisions, incognito=store.is_incognito
         )
-        report, plan = plan_pass(store.backend, planner, dry_run=dry_run, now=store.clock.now())
-        if dry_run or plan is None:
+        backend = store.backend
+        report, plan, states = plan_pass(backend, planner, dry_run=dry_run, now=store.clock.now())
+        if dry_run:
             return report
+        states.write_before(backend)
         try:
-            store.backend.apply(plan)
+            if plan is not None:
+                backend.apply(plan)
         except ConflictError:
             if attempt == _ATTEMPTS:
                 raise
             attempt += 1
             continue
+        states.write_after(backend)
         return report
 
 
