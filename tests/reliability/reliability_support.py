@@ -28,6 +28,7 @@ from hermes_sessions.backends.sqlite import SQLiteBackend
 from pg_support import SKIP_REASON, open_pg, test_dsn
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from hermes_sessions.protocols import Backend
@@ -136,6 +137,24 @@ def run_round(
     kind: str, home: Path, round_: int, *, point: str | None, kill_after: float
 ) -> set[str]:
     """Fork a worker, let it die (at ``point``, or by our SIGKILL); return what it acknowledged."""
+    return set(
+        fork_and_kill(
+            lambda ack: work(kind, home, round_, ack),
+            point=point,
+            arm_after=1 + (round_ * 7) % 23,
+            kill_after=kill_after,
+        )
+    )
+
+
+def fork_and_kill(
+    worker: Callable[[int], None], *, point: str | None, arm_after: int, kill_after: float
+) -> list[str]:
+    """Fork ``worker(ack)`` and let it die; return the lines it wrote to ``ack``.
+
+    With ``point`` the worker kills itself the ``arm_after``-th time it reaches that crash
+    point; without, we SIGKILL it after ``kill_after`` seconds (unless it finished first).
+    """
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the worker: never returns into pytest
@@ -143,8 +162,8 @@ def run_round(
         code = 3
         try:
             if point is not None:
-                crashpoints.arm(point, after=1 + (round_ * 7) % 23)
-            work(kind, home, round_, write_end)
+                crashpoints.arm(point, after=arm_after)
+            worker(write_end)
             code = 4  # ran to the end: the point was never reached often enough
         finally:
             os._exit(code)
@@ -153,9 +172,9 @@ def run_round(
         time.sleep(kill_after)
         os.kill(pid, signal.SIGKILL)
     with os.fdopen(read_end, "rb") as pipe:
-        acknowledged = {line.decode() for line in pipe.read().splitlines()}
+        lines = [line.decode() for line in pipe.read().splitlines()]
     _, status = os.waitpid(pid, 0)
     if point is not None or os.WIFSIGNALED(status):
         assert os.WIFSIGNALED(status), f"the worker exited with {os.waitstatus_to_exitcode(status)}"
         assert os.WTERMSIG(status) == signal.SIGKILL
-    return acknowledged
+    return lines

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import threading
-import time
 
-from reliability_support import TURNS, check_store, open_store, turn
+from reliability_support import TURNS, check_store, fork_and_kill, open_store, turn
 
-from hermes_sessions import crashpoints
 from hermes_sessions.backends.sqlite import _connections as connections
 
 THREADS = 4
@@ -51,27 +48,12 @@ def _work(home, round_, ack: int) -> None:
 
 def _round(home, round_, point, delay) -> tuple[set[str], int]:
     """Fork a worker and let it die; return the tags it acknowledged and its largest batch."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the worker: never returns into pytest
-        os.close(read_end)
-        code = 3
-        try:
-            if point is not None:
-                crashpoints.arm(point, after=2 + (round_ * 5) % 17)
-            _work(home, round_, write_end)
-            code = 4  # ran to the end: the point was never reached often enough
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    if point is None:
-        time.sleep(delay)
-        os.kill(pid, signal.SIGKILL)
-    with os.fdopen(read_end, "rb") as pipe:
-        lines = [line.decode() for line in pipe.read().splitlines()]
-    _, status = os.waitpid(pid, 0)
-    if point is not None:
-        assert os.WIFSIGNALED(status), f"the worker exited with {os.waitstatus_to_exitcode(status)}"
+    lines = fork_and_kill(
+        lambda ack: _work(home, round_, ack),
+        point=point,
+        arm_after=2 + (round_ * 5) % 17,
+        kill_after=delay,
+    )
     sizes = [int(line.split()[1]) for line in lines if line.startswith("batch ")]
     return {line for line in lines if not line.startswith("batch ")}, max(sizes, default=0)
 
