@@ -84,3 +84,27 @@ def drop_schemas(prefix: str) -> int:
         for name in names:
             connection.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
     return len(names)
+
+
+def schema_rows(directory: Path) -> dict[str, list[str]]:
+    """Every row of every table in ``directory``'s schema, as PostgreSQL's text of the row."""
+    import psycopg  # noqa: PLC0415
+    from psycopg import sql  # noqa: PLC0415
+
+    dsn = test_dsn()
+    assert dsn is not None
+    schema = schema_for(directory)
+    rows: dict[str, list[str]] = {}
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        tables = connection.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
+        ).fetchall()
+        for (table,) in tables:
+            query = sql.SQL("SELECT t::text FROM {} AS t").format(sql.Identifier(schema, table))
+            rows[table] = [row[0] for row in connection.execute(query)]
+    return rows
+
+
+def schema_dump(directory: Path) -> bytes:
+    """The rows of :func:`schema_rows`, one per line: what a byte search of a schema reads."""
+    return "\n".join(row for rows in schema_rows(directory).values() for row in rows).encode()

@@ -16,7 +16,7 @@ from hermes_sessions.cipher import Cipher, StaticKeys, envelope_key_id
 from hermes_sessions.exceptions import DecryptionError, EncryptionKeyError
 from hermes_sessions.queries import SearchQuery, SessionQuery
 from hermes_sessions.state import StateScope
-from pg_support import open_pg, schema_for, test_dsn
+from pg_support import open_pg, schema_dump, test_dsn
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -111,30 +111,9 @@ def test_prefix_and_single_cjk_queries_scan(open_encrypted: Opener) -> None:
     assert not needs_scan(backend, "docker compose 部署 -helm")
 
 
-def _pg_dump(directory: Path) -> bytes:
-    import psycopg  # noqa: PLC0415
-
-    dsn = test_dsn()
-    assert dsn is not None
-    schema = schema_for(directory)
-    chunks = []
-    with psycopg.connect(dsn, autocommit=True) as connection:
-        tables = [
-            row[0]
-            for row in connection.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-                (schema,),
-            )
-        ]
-        for table in tables:
-            rows = connection.execute(f'SELECT t::text FROM "{schema}"."{table}" AS t')  # noqa: S608  # names from the catalogue
-            chunks.extend(row[0] for row in rows)
-    return "\n".join(chunks).encode()
-
-
 def _stored_bytes(kind: str, directory: Path) -> bytes:
     if kind == "postgres":
-        return _pg_dump(directory)
+        return schema_dump(directory)
     return b"".join(path.read_bytes() for path in sorted(directory.rglob("*")) if path.is_file())
 
 

@@ -18,7 +18,7 @@ import pytest
 from reliability_support import KINDS, open_store, run_round
 
 from hermes_sessions import Message, SessionSource, StateScope
-from pg_support import schema_for, test_dsn
+from pg_support import schema_dump
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -89,22 +89,7 @@ def stored_bytes(kind: str, home: Path) -> bytes:
     """Everything the store keeps: its files' bytes, or every row of its PostgreSQL schema."""
     if kind != "postgres":
         return b"".join(path.read_bytes() for path in sorted(home.rglob("*")) if path.is_file())
-    import psycopg  # noqa: PLC0415  # the postgres extra, installed where the DSN is set
-    from psycopg import sql  # noqa: PLC0415
-
-    dsn = test_dsn()
-    assert dsn is not None
-    dump = []
-    with psycopg.connect(dsn, autocommit=True) as connection:
-        tables = connection.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-            (schema_for(home),),
-        ).fetchall()
-        for (table,) in tables:
-            name = sql.Identifier(schema_for(home), table)
-            query = sql.SQL("SELECT t::text FROM {} AS t").format(name)
-            dump.extend(row[0] for row in connection.execute(query))
-    return "\n".join(dump).encode()
+    return schema_dump(home)
 
 
 @pytest.mark.parametrize("kind", KINDS)

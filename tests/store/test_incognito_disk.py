@@ -29,7 +29,7 @@ from hermes_sessions import (
 )
 from hermes_sessions.memory import MemoryStore
 from hermes_sessions.tools import SearchToolContext, handle_memory, handle_session_search
-from pg_support import open_pg, requires_pg, schema_for, test_dsn
+from pg_support import open_pg, requires_pg, schema_rows
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -129,30 +129,10 @@ def test_no_incognito_byte_reaches_the_files(tmp_path, kind):
 @requires_pg
 def test_no_incognito_row_reaches_postgres(tmp_path):
     """No row of any table of the store's schema holds an incognito marker; persisted ones do."""
-    import psycopg  # noqa: PLC0415  # the postgres extra
-    from psycopg import sql  # noqa: PLC0415
-
     with SessionStore(open_pg(tmp_path), incognito=_policy()) as store:
         _converse(store, MemoryStore(tmp_path / "memories"))
-    schema = schema_for(tmp_path)
-    dsn = test_dsn()
-    assert dsn is not None
-    found: set[str] = set()
-    with psycopg.connect(dsn, autocommit=True) as connection:
-        tables = [
-            row[0]
-            for row in connection.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-                (schema,),
-            )
-        ]
-        assert tables
-        for table in tables:
-            for marker in (*HIDDEN, *KEPT):
-                query = sql.SQL("SELECT count(*) FROM {}.{} AS t WHERE t::text ILIKE %s").format(
-                    sql.Identifier(schema), sql.Identifier(table)
-                )
-                row = connection.execute(query, (f"%{marker}%",)).fetchone()
-                if row is not None and row[0]:
-                    found.add(marker)
+    rows = schema_rows(tmp_path)
+    assert rows
+    texts = [row.casefold() for table in rows.values() for row in table]
+    found = {marker for marker in (*HIDDEN, *KEPT) if any(marker.casefold() in t for t in texts)}
     assert found == set(KEPT)
