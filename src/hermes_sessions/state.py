@@ -92,6 +92,15 @@ def _encode(part: str) -> str:
     return part.replace("%", "%25").replace("|", "%7C")
 
 
+def scope_id(kind: ScopeKind, *parts: str) -> str:
+    """The stored id of a scope whose parts are known to be valid (``StateScope(...).id``).
+
+    For library internals on the path of every lookup, which build the ids of a session's
+    four scopes from values the store checked already.
+    """
+    return "|".join((kind, *map(_encode, parts)))
+
+
 @attrs.frozen
 class StateScope:
     """Where a piece of state lives; build one with the class methods.
@@ -127,7 +136,7 @@ class StateScope:
     @property
     def id(self) -> str:
         """The scope as backends store it: ``kind|part|...`` (``%`` and ``|`` encoded)."""
-        return "|".join((self.kind, *map(_encode, self.parts)))
+        return scope_id(self.kind, *self.parts)
 
 
 StateDelta: TypeAlias = Mapping[StateScope, Mapping[str, Any]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hermes_sessions.exceptions import InvalidArgumentError
-from hermes_sessions.state import SessionState, StateScope, normalize_delta
+from hermes_sessions.state import SessionState, normalize_delta, scope_id
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -32,12 +32,15 @@ def read(
     user_id: str | None,
 ) -> SessionState:
     """The four scopes of one session, in one backend read."""
-    app = StateScope.app(app_id).id
-    user = StateScope.user(app_id, platform, user_id).id if platform and user_id else None
-    lane = StateScope.lane(session_key).id if session_key else None
-    session = StateScope.session(session_id).id
+    # The parts come from the store's namespace and a stored entry or record: valid already.
+    app = scope_id("app", app_id)
+    user = scope_id("user", app_id, platform, user_id) if platform and user_id else None
+    lane = scope_id("lane", session_key) if session_key else None
+    session = scope_id("session", session_id)
     wanted = [scope for scope in (app, user, lane, session) if scope is not None]
     found = backend.get_state(wanted)
+    if not found:  # the usual case: nothing set in any scope
+        return SessionState()
     return SessionState(
         app=found.get(app, {}),
         user=found.get(user, {}) if user else {},

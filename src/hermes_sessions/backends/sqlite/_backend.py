@@ -342,9 +342,8 @@ class SQLiteBackend(ClosesOnExit):
                 fts=self._fts,
                 if_revision=if_revision,
                 state=state,
+                usage=usage,
             )
-            if usage is not None and not stored.duplicate:
-                sessions_sql.add_usage(connection, session_id, usage)
             if touch_at is not None and not stored.duplicate:
                 entries_sql.touch_session(connection, session_id, touch_at)
             return stored

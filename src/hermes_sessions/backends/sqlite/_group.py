@@ -71,7 +71,9 @@ class Member(Generic[R]):
     work: Callable[[sqlite3.Connection], R]
     result: R | None = None
     error: BaseException | None = None
-    done: threading.Event = attrs.field(factory=threading.Event)
+    done: threading.Event | None = None
+    """Set when the member's batch ends or it becomes the leader; made only for a writer that
+    queues (a lone writer leads at once and never waits on it)."""
     leads: bool = False
 
     def outcome(self) -> R:
@@ -99,11 +101,12 @@ class GroupCommit:
         member: Member[R] = Member(work)
         with self._mutex:
             if self._busy:
+                member.done = threading.Event()
                 self._queue.append(member)  # type: ignore[arg-type]  # results stay per member
             else:
                 self._busy = member.leads = True
             self._mutex.notify_all()  # for wait_queued
-        if not member.leads:
+        if member.done is not None:
             member.done.wait()
             if not member.leads:
                 return member.outcome()
@@ -133,11 +136,11 @@ class GroupCommit:
                 if self._queue:
                     following = self._queue.pop(0)
                     following.leads = True
-                    following.done.set()
+                    following.done.set()  # type: ignore[union-attr]  # queued members have one
                 else:
                     self._busy = False
             for each in batch[1:]:
-                each.done.set()
+                each.done.set()  # type: ignore[union-attr]  # queued members have one
 
 
 def _copy(error: BaseException) -> BaseException:

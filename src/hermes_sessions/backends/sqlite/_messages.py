@@ -29,7 +29,7 @@ from hermes_sessions.backends.sqlite._rows import (
     to_us,
 )
 from hermes_sessions.backends.sqlite._schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME, message_tokens
-from hermes_sessions.backends.sqlite._sessions import seq_of
+from hermes_sessions.backends.sqlite._sessions import seq_of, usage_sql
 from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from hermes_sessions.models import Message
     from hermes_sessions.results import AppendResult
+    from hermes_sessions.usage import Usage
 
 __all__ = [
     "MESSAGE_COLUMNS",
@@ -214,6 +215,7 @@ def append(
     fts: bool,
     if_revision: int | None = None,
     state: Mapping[str, Mapping[str, Any]] | None = None,
+    usage: Usage | None = None,
 ) -> AppendResult:
     """Append ``messages`` by the redelivery rule (``rules.plan_append``); return the result.
 
@@ -222,7 +224,8 @@ def append(
     raises ``SessionNotFoundError``). Only then are ``if_revision`` checked, ``state`` merged
     and the revision moved on (a session being created or rewritten gets neither). Ids
     continue from ``sqlite_sequence`` (the caller holds the write lock, so nobody else can take
-    them), which lets every row go in with one ``executemany``.
+    them), which lets every row go in with one ``executemany``. ``usage`` is added to the
+    session's counters by the same ``UPDATE`` (not for a redelivery).
     """
     revision = None
     if seq is None:
@@ -267,11 +270,12 @@ def append(
         connection.executemany(_INSERT_DOCUMENT, documents)
     _widen_blocks(connection, blocks)
     times = [to_us(m.timestamp) for m in plan.result if m.timestamp is not None]
+    spent, spent_params = usage_sql(usage)
     connection.execute(
         "UPDATE sessions SET message_count = message_count + ?, "
         "tool_call_count = tool_call_count + ?, last_active_at = max(last_active_at, ?), "
-        "revision = revision + ? WHERE seq = ?",
-        (added, tools, max(times, default=NO_TIME), step, seq),
+        f"revision = revision + ?{spent} WHERE seq = ?",  # fixed column names
+        (added, tools, max(times, default=NO_TIME), step, *spent_params, seq),
     )
     if revision is None:
         return plan.result

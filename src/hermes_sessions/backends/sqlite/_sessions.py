@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SESSION_COLUMNS",
-    "add_usage",
     "create",
     "delete",
     "end",
@@ -48,6 +47,7 @@ __all__ = [
     "seq_of",
     "update",
     "update_fields",
+    "usage_sql",
 ]
 
 SESSION_COLUMNS: Final = ", ".join(f"s.{name}" for name in SESSION_FIELDS)
@@ -139,20 +139,20 @@ def update_fields(
     return updated
 
 
-def add_usage(connection: sqlite3.Connection, session_id: str, usage: Usage) -> None:
-    """Add a turn's usage to its session in one statement (an append's hot path).
+def usage_sql(usage: Usage | None) -> tuple[str, list[Any]]:
+    """A turn's usage as assignments to add to the append's ``UPDATE sessions SET ...``.
 
+    On the hot path: the append's counters statement carries them (one statement per turn).
     The same change as ``update_fields(values=usage.values(), increments=usage.increments())``
-    without reading the record first; the append has already checked that the session exists.
+    without reading the record first: ``", name = coalesce(name, 0) + ?, ..."`` and its
+    parameters, empty without usage.
     """
+    if usage is None:
+        return "", []
     increments, values = usage.increments(), usage.values()
-    assignments = [f"{name} = coalesce({name}, 0) + ?" for name in increments]
-    assignments += [f"{name} = ?" for name in values]
-    if assignments:
-        connection.execute(
-            f"UPDATE sessions SET {', '.join(assignments)} WHERE id = ?",  # fixed names
-            [*increments.values(), *values.values(), session_id],
-        )
+    assignments = [f", {name} = coalesce({name}, 0) + ?" for name in increments]
+    assignments += [f", {name} = ?" for name in values]
+    return "".join(assignments), [*increments.values(), *values.values()]
 
 
 def end(
