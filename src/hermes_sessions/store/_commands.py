@@ -152,7 +152,9 @@ def get_or_create(store: SessionStore, source: SessionSource, *, force_new: bool
 
     def attempt() -> SessionLookup:
         now = store.clock.now()
-        entry = store.backend.get_entry(key)
+        entry, state = _state.lookup(
+            store.backend, store.keys.namespace, key, source.platform, source.user_id
+        )
         if entry is None:
             plan = _rotations.first_contact_plan(store.keys, key, source, now)
             created = store._rotate_one(plan, None, "created")  # noqa: SLF001
@@ -160,6 +162,8 @@ def get_or_create(store: SessionStore, source: SessionSource, *, force_new: bool
         policy = _rotations.policy_for(store.resets, entry, source)
         reason = _rotations.expiry(policy, entry, now, store.active_work)
         if reason is None and not force_new:
+            if state is not None:  # read with the entry
+                return SessionLookup(entry=entry, created=False, state=state)
             return _lookup(store, source, entry, created=False)
         rotated = store._rotate(entry, source, now, reason or "session_reset")  # noqa: SLF001
         decision = None

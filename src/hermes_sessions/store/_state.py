@@ -15,11 +15,11 @@ from hermes_sessions.state import SessionState, normalize_delta, scope_id
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from hermes_sessions.models import SessionRecord
+    from hermes_sessions.models import SessionEntry, SessionRecord
     from hermes_sessions.protocols import Backend
     from hermes_sessions.state import StateDelta
 
-__all__ = ["as_changes", "changes_of", "read", "read_for_record"]
+__all__ = ["as_changes", "changes_of", "lookup", "read", "read_for_record"]
 
 
 def read(
@@ -32,13 +32,26 @@ def read(
     user_id: str | None,
 ) -> SessionState:
     """The four scopes of one session, in one backend read."""
-    # The parts come from the store's namespace and a stored entry or record: valid already.
+    app, user, lane = _shared_scopes(app_id, session_key, platform, user_id)
+    session = scope_id("session", session_id)
+    wanted = [scope for scope in (app, user, lane, session) if scope is not None]
+    return _state_of(backend.get_state(wanted), app, user, lane, session)
+
+
+def _shared_scopes(
+    app_id: str, session_key: str | None, platform: str | None, user_id: str | None
+) -> tuple[str, str | None, str | None]:
+    """The ids of the app, user and lane scopes (``None``: the session has no such scope)."""
+    # The parts come from the store's namespace and a source, entry or record: valid already.
     app = scope_id("app", app_id)
     user = scope_id("user", app_id, platform, user_id) if platform and user_id else None
     lane = scope_id("lane", session_key) if session_key else None
-    session = scope_id("session", session_id)
-    wanted = [scope for scope in (app, user, lane, session) if scope is not None]
-    found = backend.get_state(wanted)
+    return app, user, lane
+
+
+def _state_of(
+    found: Mapping[str, dict[str, Any]], app: str, user: str | None, lane: str | None, session: str
+) -> SessionState:
     if not found:  # the usual case: nothing set in any scope
         return SessionState()
     return SessionState(
@@ -47,6 +60,28 @@ def read(
         lane=found.get(lane, {}) if lane else {},
         session=found.get(session, {}),
     )
+
+
+def lookup(
+    backend: Backend, app_id: str, key: str, platform: str | None, user_id: str | None
+) -> tuple[SessionEntry | None, SessionState | None]:
+    """``key``'s entry and, when the backend reads both at once, the state its turn sees.
+
+    The state is ``None`` when the backend cannot (then :func:`read` gets it once the session
+    is known) and when ``key`` has no entry. Only the SQLite backend reads both at once
+    (``entry_with_state``); a router or a wrapper in front of it reads them one by one. The
+    method is looked up on the class: the incognito router hands its backend's extras on
+    through ``__getattr__``, and this read must not bypass its routing.
+    """
+    both = getattr(type(backend), "entry_with_state", None)
+    if both is None:
+        return backend.get_entry(key), None
+    app, user, lane = _shared_scopes(app_id, key, platform, user_id)
+    wanted = [scope for scope in (app, user, lane) if scope is not None]
+    entry, found = both(backend, key, wanted)
+    if entry is None:
+        return None, None
+    return entry, _state_of(found, app, user, lane, scope_id("session", entry.session_id))
 
 
 def read_for_record(backend: Backend, app_id: str, record: SessionRecord) -> SessionState:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
 
@@ -24,6 +24,7 @@ from hermes_sessions.backends.rules import check_message_sizes, check_state_targ
 from hermes_sessions.backends.sqlite import _entries as entries_sql
 from hermes_sessions.backends.sqlite import _files as files
 from hermes_sessions.backends.sqlite import _leases as leases_sql
+from hermes_sessions.backends.sqlite import _lookup as lookup_sql
 from hermes_sessions.backends.sqlite import _messages as messages_sql
 from hermes_sessions.backends.sqlite import _plan as plan_sql
 from hermes_sessions.backends.sqlite import _reindex as reindex_sql
@@ -32,10 +33,10 @@ from hermes_sessions.backends.sqlite import _search as search_sql
 from hermes_sessions.backends.sqlite import _sessions as sessions_sql
 from hermes_sessions.backends.sqlite import _state as state_sql
 from hermes_sessions.backends.sqlite._connections import Connections
+from hermes_sessions.backends.sqlite._guard import guarded
 from hermes_sessions.checks import CheckProblem, CheckReport, make_report
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import (
-    BackendClosedError,
     CorruptRecordError,
     LockTimeoutError,
     SessionNotFoundError,
@@ -57,37 +58,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteBackend"]
 
-P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_WAL_SIZE_LIMIT: Final = 64 * 1024 * 1024
-
-
-def guarded(
-    method: Callable[Concatenate[SQLiteBackend, P], R],
-) -> Callable[Concatenate[SQLiteBackend, P], R]:
-    """Refuse calls on a closed backend; wrap sqlite3 errors in ``StorageError``."""
-
-    @functools.wraps(method)
-    def wrapper(self: SQLiteBackend, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        if self._connections.closed:
-            raise BackendClosedError(f"SQLite backend on {self.path}")
-        try:
-            return method(self, *args, **kwargs)
-        except CorruptRecordError as error:
-            located = error.located(self.path)
-            if located is error:
-                raise
-            raise located from error.__cause__
-        except sqlite3.Error as error:
-            if self._connections.closed:
-                raise BackendClosedError(f"SQLite backend on {self.path}") from error
-            damaged = files.corruption(error, self.path)
-            if damaged is not None:
-                raise damaged from error
-            raise StorageError(f"SQLite failed on {self.path}: {error}") from error
-
-    return wrapper
 
 
 @attrs.define(eq=False, on_setattr=attrs.setters.frozen)
@@ -227,6 +200,17 @@ class SQLiteBackend(ClosesOnExit):
     def get_entry(self, key: str) -> SessionEntry | None:
         """Return the entry of ``key``, or ``None``."""
         return self._read_once(lambda c: entries_sql.entry(c, key))
+
+    @guarded
+    def entry_with_state(
+        self, key: str, scope_ids: Sequence[str]
+    ) -> tuple[SessionEntry | None, dict[str, dict[str, Any]]]:
+        """The entry of ``key`` and the state of ``scope_ids`` and its session, in one read.
+
+        The lookup of every message (``SessionStore.get_or_create``): one statement instead of
+        :meth:`get_entry` then :meth:`get_state`. For library internals.
+        """
+        return self._read_once(lambda c: lookup_sql.entry_with_state(c, key, scope_ids))
 
     @guarded
     def put_entry(self, entry: SessionEntry, *, expected_revision: int | None) -> SessionEntry:
