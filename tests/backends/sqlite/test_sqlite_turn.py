@@ -82,3 +82,19 @@ def test_a_lone_writer_makes_no_event(backend, monkeypatch):
     assert members
     assert all(member.leads and member.done is None for member in members)
     assert backend.get_session("s1").message_count == 1
+
+
+def test_a_turn_reads_once_before_writing(backend):
+    """The session's row, the last id and the redelivery check are one statement."""
+    seed(backend, "s1")
+    batch = [say("q", platform_message_id="p1"), say("a", role="assistant")]
+    statements = traced(backend, lambda: backend.append_messages("s1", batch))
+    ours = [s for s in statements if "'main'." not in s]  # not FTS5's own statements
+    selects = [s for s in ours if s.lstrip().upper().startswith("SELECT")]
+    assert len(selects) == 1
+    again = traced(backend, lambda: backend.append_messages("s1", batch))
+    assert [s for s in again if s.lstrip().upper().startswith("INSERT")] == []
+    result = backend.append_messages("s1", batch)
+    assert result.duplicate
+    assert [m.content for m in result] == ["q"]
+    assert backend.get_session("s1").message_count == 2

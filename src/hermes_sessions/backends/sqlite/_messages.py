@@ -206,6 +206,50 @@ def _changes(
     return revision_step(stores, state)
 
 
+_SESSION: Final = (
+    "SELECT s.seq, q.seq, s.revision FROM sessions AS s "
+    "LEFT JOIN sqlite_sequence AS q ON q.name = 'messages' WHERE s.id = ?"
+)
+"""The session's row number and revision, and the last message id, in one statement."""
+_SESSION_AND_ONE: Final = (
+    f"SELECT s.seq, q.seq, s.revision, {MESSAGE_COLUMNS} FROM sessions AS s "
+    "LEFT JOIN sqlite_sequence AS q ON q.name = 'messages' "
+    "LEFT JOIN messages AS m ON m.session_seq = s.seq AND m.platform_message_id = ? "
+    "WHERE s.id = ?"
+)
+""":data:`_SESSION` with the stored message of one platform id (a turn's redelivery check)."""
+
+
+def _before_append(
+    connection: sqlite3.Connection, seq: int | None, session_id: str, platform_ids: list[str]
+) -> tuple[int, int | None, int | None, dict[str, Message]]:
+    """What an append reads first: the session's row, the last id and the known messages.
+
+    That is the session's row number, the last message id, the revision (when ``seq`` is
+    looked up, else ``None``) and the stored messages of ``platform_ids``; one statement for a
+    turn's batch (one platform id).
+    """
+    revision = None
+    if seq is None and len(platform_ids) == 1:  # a turn: its one platform id read along
+        row = connection.execute(_SESSION_AND_ONE, (platform_ids[0], session_id)).fetchone()
+        if row is None:
+            raise missing_session(session_id)
+        found = {} if row[3] is None else {platform_ids[0]: message_from_row(row[3:], session_id)}
+        return row[0], row[1], row[2], found
+    if seq is None:
+        row = connection.execute(_SESSION, (session_id,)).fetchone()
+        if row is None:
+            raise missing_session(session_id)
+        seq, last_id, revision = row
+    else:
+        row = connection.execute(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'messages'"
+        ).fetchone()
+        last_id = None if row is None else row[0]
+    known = _known(connection, seq, session_id, platform_ids) if platform_ids else {}
+    return seq, last_id, revision, known
+
+
 def append(
     connection: sqlite3.Connection,
     seq: int | None,
@@ -221,29 +265,17 @@ def append(
 
     ``seq`` is the session's row number, or ``None`` to look it up (with the id sequence and
     the revision, in one statement: this is on the path of every turn; an unknown session
-    raises ``SessionNotFoundError``). Only then are ``if_revision`` checked, ``state`` merged
-    and the revision moved on (a session being created or rewritten gets neither). Ids
-    continue from ``sqlite_sequence`` (the caller holds the write lock, so nobody else can take
-    them), which lets every row go in with one ``executemany``. ``usage`` is added to the
-    session's counters by the same ``UPDATE`` (not for a redelivery).
+    raises ``SessionNotFoundError``; for a batch with one platform id, a turn, the same
+    statement reads the stored message of that id). Only then are ``if_revision`` checked,
+    ``state`` merged and the revision moved on (a session being created or rewritten gets
+    neither). Ids continue from ``sqlite_sequence`` (the caller holds the write lock, so nobody
+    else can take them), which lets every row go in with one ``executemany``. ``usage`` is
+    added to the session's counters by the same ``UPDATE`` (not for a redelivery).
     """
-    revision = None
-    if seq is None:
-        row = connection.execute(
-            "SELECT s.seq, q.seq, s.revision FROM sessions AS s "
-            "LEFT JOIN sqlite_sequence AS q ON q.name = 'messages' WHERE s.id = ?",
-            (session_id,),
-        ).fetchone()
-        if row is None:
-            raise missing_session(session_id)
-        seq, last_id, revision = row
-    else:
-        row = connection.execute(
-            "SELECT seq FROM sqlite_sequence WHERE name = 'messages'"
-        ).fetchone()
-        last_id = None if row is None else row[0]
-    platform_ids = [m.platform_message_id for m in messages if m.platform_message_id]
-    known = _known(connection, seq, session_id, platform_ids) if platform_ids else {}
+    platform_ids = list(
+        dict.fromkeys(m.platform_message_id for m in messages if m.platform_message_id)
+    )
+    seq, last_id, revision, known = _before_append(connection, seq, session_id, platform_ids)
     plan = plan_append(session_id, messages, known, (last_id or 0) + 1)
     if plan.result.duplicate:
         return attrs.evolve(plan.result, revision=revision)
