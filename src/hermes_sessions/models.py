@@ -258,7 +258,8 @@ def _optional_str(instance: object, attribute: attrs.Attribute[Any], value: obje
         return
     if not isinstance(value, str):
         raise TypeError(f"{attribute.name} must be a str or None, got {type(value).__name__}")
-    _check_text(value, _where(instance, attribute))
+    if not value.isascii():  # ASCII is always valid UTF-8: no field name to build
+        _check_text(value, _where(instance, attribute))
 
 
 def _bool(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -350,7 +351,8 @@ def _content(instance: object, attribute: attrs.Attribute[Any], value: object) -
     if value is None:
         return
     if isinstance(value, str):
-        _check_text(value, _where(instance, attribute))
+        if not value.isascii():
+            _check_text(value, _where(instance, attribute))
         return
     if isinstance(value, list) and all(isinstance(part, dict) for part in value):
         check_json(value, _where(instance, attribute))
@@ -374,7 +376,8 @@ def _role(instance: object, attribute: attrs.Attribute[Any], value: object) -> N
         raise InvalidValueError(
             _where(instance, attribute), f"must be a non-empty string such as 'user', got {value!r}"
         )
-    _check_text(value, _where(instance, attribute))
+    if not value.isascii():
+        _check_text(value, _where(instance, attribute))
 
 
 def _extra(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
