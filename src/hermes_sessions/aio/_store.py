@@ -133,13 +133,14 @@ class AsyncSessionStore:
         validator=attrs.validators.optional(attrs.validators.instance_of(Executor)),
     )
     _keys: KeyLocks = attrs.field(factory=KeyLocks, init=False)
-    _writes: WritePool = attrs.field(factory=WritePool, init=False)  # see _writers
+    _writes: WritePool = attrs.field(init=False)  # see _writers
     _turns: dict[str, list[Turn]] = attrs.field(factory=dict, init=False)
     _loop: asyncio.AbstractEventLoop | None = attrs.field(default=None, init=False)
     _callbacks: set[asyncio.Future[None]] = attrs.field(factory=set, init=False)
     _maintenance: asyncio.Task[None] | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
+        self._writes = WritePool(self.store.backend)
         self.store.on_rotate(self._follow)
 
     def __repr__(self) -> str:
@@ -359,7 +360,7 @@ class AsyncSessionStore:
         if_revision: int | None = None,
     ) -> AppendResult:
         """Async :meth:`SessionStore.append`."""
-        return await self._writes.run(
+        return await self._writes.write(
             self._executor,
             self.store.append,
             session_id,
@@ -382,7 +383,7 @@ class AsyncSessionStore:
         if_revision: int | None = None,
     ) -> SessionRecord | None:
         """Async :meth:`SessionStore.update_state`."""
-        return await self._writes.run(
+        return await self._writes.write(
             self._executor,
             self.store.update_state,
             delta,
@@ -392,7 +393,7 @@ class AsyncSessionStore:
 
     async def record_usage(self, session_id: str, usage: Usage) -> SessionRecord:
         """Async :meth:`SessionStore.record_usage`."""
-        return await self._writes.run(self._executor, self.store.record_usage, session_id, usage)
+        return await self._writes.write(self._executor, self.store.record_usage, session_id, usage)
 
     async def messages(
         self,

@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Final, ParamSpec, TypeVar
 
 import attrs
 
+from hermes_sessions.aio._batcher import WriteBatcher
+from hermes_sessions.protocols import SupportsWriteBatches
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -32,9 +35,30 @@ WRITERS: Final = 64
 
 @attrs.define(eq=False)
 class WritePool:
-    """A lazily started thread pool for writes (see the module docstring)."""
+    """A lazily started thread pool for writes (see the module docstring).
 
+    ``backend`` is the store's: when it has ``SupportsWriteBatches``, :meth:`write` queues the
+    call for one writer thread that commits everything queued at once (``_batcher``).
+    """
+
+    backend: object = None
     _pool: ThreadPoolExecutor | None = attrs.field(default=None, init=False)
+    _batcher: WriteBatcher | None = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if isinstance(self.backend, SupportsWriteBatches):
+            self._batcher = WriteBatcher(self.backend)
+
+    async def write(
+        self, executor: Executor | None, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs
+    ) -> R:
+        """Run a write that moves no key (an append): batched if it can be, else :meth:`run`.
+
+        A store given an ``executor`` runs it there, as asked.
+        """
+        if executor is None and self._batcher is not None:
+            return await self._batcher.run(function, *args, **kwargs)
+        return await self.run(executor, function, *args, **kwargs)
 
     async def run(
         self, executor: Executor | None, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs
@@ -52,3 +76,5 @@ class WritePool:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False)
+        if self._batcher is not None:
+            self._batcher.shutdown()
