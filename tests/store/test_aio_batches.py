@@ -360,3 +360,81 @@ def test_writes_from_two_event_loops_reach_their_own_loops(tmp_path):
     assert results == {0: [False] * 20, 1: [False] * 20}
     assert len(store.transcript(sid)) == 40
     store.close()
+
+
+def test_the_reads_of_a_round_reach_the_loop_in_one_wake_up(tmp_path, monkeypatch):
+    """Reads queued together run on the reader thread; their results come back at once."""
+    wakes: list[object] = []
+    threads: set[str] = set()
+
+    async def scenario(astore):
+        sids = [(await astore.get_or_create(_chat(n))).session_id for n in range(8)]
+        await astore.append(sids[0], _say("hello", "p1"))
+        original_seen = SessionStore.seen
+
+        def seen(self, *args):
+            threads.add(threading.current_thread().name)
+            return original_seen(self, *args)
+
+        monkeypatch.setattr(SessionStore, "seen", seen)
+        loop = asyncio.get_running_loop()
+        original = loop.call_soon_threadsafe
+
+        def counting(callback, *args, **kwargs):
+            if callback is _deliver:
+                wakes.append(callback)
+            return original(callback, *args, **kwargs)
+
+        monkeypatch.setattr(loop, "call_soon_threadsafe", counting)
+        return await asyncio.gather(*(astore.seen(sid, "p1") for sid in sids))
+
+    found = _run(tmp_path, scenario)
+    assert [message is not None for message in found] == [True] + [False] * 7
+    assert len(threads) == 1
+    assert threads.pop().startswith("hermes-sessions-read")
+    assert 1 <= len(wakes) <= 2  # the first read wakes the reader; the rest queue meanwhile
+
+
+def test_a_reads_error_is_raised_to_it_alone(tmp_path):
+    """A failing read among others of its round raises to its caller; the others get results."""
+
+    async def scenario(astore):
+        sid = (await astore.get_or_create(_chat(1))).session_id
+        return await asyncio.gather(
+            astore.session(sid),
+            astore.session("20990101_000000_abcdef01"),
+            astore.tail(sid, 5),
+            return_exceptions=True,
+        )
+
+    record, missing, tail = _run(tmp_path, scenario)
+    assert record.id is not None
+    assert isinstance(missing, SessionNotFoundError)
+    assert tail == []
+
+
+def test_a_read_cancelled_before_the_reader_takes_it_is_never_run(tmp_path, monkeypatch):
+    """Cancelling a queued read drops it: the reader never calls it."""
+    calls: list[str] = []
+
+    async def scenario(astore):
+        sid = (await astore.get_or_create(_chat(1))).session_id
+        original = SessionStore.seen
+
+        def seen(self, key, tag):
+            calls.append(tag)
+            return original(self, key, tag)
+
+        monkeypatch.setattr(SessionStore, "seen", seen)
+        reader = astore._writes._reader
+        with reader._lock:  # the reader cannot take anything while we hold its queue
+            dropped = asyncio.ensure_future(astore.seen(sid, "dropped"))
+            kept = asyncio.ensure_future(astore.seen(sid, "kept"))
+            await asyncio.sleep(0)  # both queue (the lock is re-entrant for this thread)
+            dropped.cancel()
+            await asyncio.sleep(0)
+        assert await kept is None
+        assert dropped.cancelled()
+
+    _run(tmp_path, scenario)
+    assert calls == ["kept"]

@@ -70,7 +70,7 @@ class _Counting(ThreadPoolExecutor):
 
 
 def test_a_given_executor_runs_the_writes_too(tmp_path):
-    """A store built with ``executor=`` runs its appends there, not in a pool of its own."""
+    """A store built with ``executor=`` runs its appends and reads there, not in threads of its own."""
 
     async def scenario() -> None:
         with _Counting(2) as pool:
@@ -80,6 +80,9 @@ def test_a_given_executor_runs_the_writes_too(tmp_path):
                 before = _Counting.calls
                 await astore.append(lookup.session_id, Message(role="user", content="hi"))
                 assert _Counting.calls == before + 1
+                assert await astore.seen(lookup.session_id, "nothing") is None
+                assert _Counting.calls == before + 2  # the turn's reads too
+                assert astore._writes._batcher is None
 
     asyncio.run(scenario())
 

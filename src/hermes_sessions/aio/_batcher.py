@@ -1,18 +1,20 @@
-"""One writer thread for the async store's writes, committing everything queued at once.
+"""One thread for a kind of the async store's calls, taking everything queued at once.
 
 With a backend that has ``SupportsWriteBatches`` (SQLite) and no ``executor`` given,
 :class:`~hermes_sessions.aio.AsyncSessionStore` sends ``append``, ``update_state`` and
-``record_usage`` here instead of to a thread each. The event loop queues the call (no thread
-hop per call: the writer is woken only when it is idle) and awaits a future. The writer takes
-every call queued since its last commit and runs them as one batch, one transaction and one
-fsync (:meth:`~hermes_sessions.protocols.SupportsWriteBatches.write_batch`), then hands all
-the outcomes back with one ``call_soon_threadsafe`` per event loop. So a batch of 64 writes
-costs one thread wake-up and one loop wake-up instead of 64 of each, and no thread waits.
+``record_usage`` to a writer, and the short reads of a turn to a reader, instead of to a thread
+each. The event loop queues the call (no thread hop per call: the thread is woken only when it
+is idle) and awaits a future. The thread takes every call queued since its last round and runs
+them — the writer as one batch, one transaction and one fsync
+(:meth:`~hermes_sessions.protocols.SupportsWriteBatches.write_batch`), the reader one after
+another (:func:`run_each`) — then hands all the outcomes back with one ``call_soon_threadsafe``
+per event loop. So a batch of 64 writes costs one thread wake-up and one loop wake-up instead of
+64 of each, and no thread waits.
 
-The guarantees are those of group commit: each call's future completes only after the
+The writer keeps the guarantees of group commit: each call's future completes only after the
 ``COMMIT`` holding its write; a call's own error is raised to it alone; the database's errors
-to every call of the batch. Cancelling a call that the writer has not taken yet drops it (it
-is never run); once taken it runs to the end (it may already be committed) and its outcome is
+to every call of the batch. Cancelling a call that the thread has not taken yet drops it (it is
+never run); once taken it runs to the end (a write may already be committed) and its outcome is
 dropped, as when a call is cancelled while it runs in an executor.
 """
 
@@ -27,9 +29,7 @@ from typing import ParamSpec, TypeVar, cast
 
 import attrs
 
-from hermes_sessions.protocols import SupportsWriteBatches
-
-__all__ = ["WriteBatcher"]
+__all__ = ["WriteBatcher", "run_each"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -44,11 +44,31 @@ class _Write:
     loop: asyncio.AbstractEventLoop
 
 
+Outcome = tuple[object, BaseException | None]
+
+
+def run_each(calls: list[Callable[[], object]]) -> list[Outcome]:
+    """Run ``calls`` one after another, each on its own (the reads' ``execute``)."""
+    outcomes: list[Outcome] = []
+    for call in calls:
+        try:
+            outcomes.append((call(), None))
+        except BaseException as error:  # noqa: BLE001  # the call's outcome, raised to its caller
+            outcomes.append((None, error))
+    return outcomes
+
+
 @attrs.define(eq=False)
 class WriteBatcher:
-    """The writer of one backend (see the module docstring); the thread starts on demand."""
+    """A queue of calls and the one thread that runs them (see the module docstring).
 
-    backend: SupportsWriteBatches
+    ``execute`` runs the calls taken at once and returns their outcomes: the backend's
+    ``write_batch`` for writes (one commit), :func:`run_each` for reads. The thread starts on
+    demand.
+    """
+
+    execute: Callable[[list[Callable[[], object]]], list[Outcome]]
+    name: str = "hermes-sessions-batch"
     _lock: threading.Condition = attrs.field(factory=threading.Condition, init=False)
     _queue: list[_Write] = attrs.field(factory=list, init=False)
     _draining: bool = attrs.field(default=False, init=False)
@@ -63,7 +83,7 @@ class WriteBatcher:
             self._queue.append(write)
             wake, self._draining = not self._draining, True
             if wake and self._thread is None:
-                self._thread = ThreadPoolExecutor(1, thread_name_prefix="hermes-sessions-batch")
+                self._thread = ThreadPoolExecutor(1, thread_name_prefix=self.name)
             thread = self._thread
         if wake and thread is not None:
             thread.submit(self._drain)
@@ -92,9 +112,9 @@ class WriteBatcher:
         with self._lock:
             return self._lock.wait_for(lambda: not self._queue, timeout)
 
-    def _commit(self, batch: list[_Write]) -> list[tuple[object, BaseException | None]]:
+    def _commit(self, batch: list[_Write]) -> list[Outcome]:
         try:
-            return self.backend.write_batch([write.call for write in batch])
+            return self.execute([write.call for write in batch])
         except BaseException as error:  # noqa: BLE001  # a failing backend fails the batch
             return [(None, error)] * len(batch)
 

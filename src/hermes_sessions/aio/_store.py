@@ -140,7 +140,7 @@ class AsyncSessionStore:
     _maintenance: asyncio.Task[None] | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._writes = WritePool(self.store.backend)
+        self._writes = WritePool(self.store.backend, self._executor)
         self.store.on_rotate(self._follow)
 
     def __repr__(self) -> str:
@@ -265,7 +265,7 @@ class AsyncSessionStore:
         """
         key = self.store.key_for(source)
         async with self._keys.hold(key):
-            lookup = await self._run(self.store.get_or_create, source, force_new=force_new)
+            lookup = await self._writes.read(self.store.get_or_create, source, force_new=force_new)
             turn = Turn(key=key, lookup=lookup, entry=lookup.entry)
             self._turns.setdefault(key, []).append(turn)
             try:
@@ -288,7 +288,7 @@ class AsyncSessionStore:
         self, key: str, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs
     ) -> R:
         async with self._keys.hold(key):
-            return await self._writes.run(self._executor, function, *args, **kwargs)
+            return await self._writes.run(function, *args, **kwargs)
 
     # -- key operations (serialised per key) -------------------------------------------------------
 
@@ -342,11 +342,11 @@ class AsyncSessionStore:
 
     async def entry(self, key: str) -> SessionEntry:
         """Async :meth:`SessionStore.entry`."""
-        return await self._run(self.store.entry, key)
+        return await self._writes.read(self.store.entry, key)
 
     async def seen(self, key_or_session_id: str, platform_message_id: str) -> Message | None:
         """Async :meth:`SessionStore.seen` (call it before the model)."""
-        return await self._run(self.store.seen, key_or_session_id, platform_message_id)
+        return await self._writes.read(self.store.seen, key_or_session_id, platform_message_id)
 
     # -- transcripts -------------------------------------------------------------------------------
 
@@ -361,7 +361,6 @@ class AsyncSessionStore:
     ) -> AppendResult:
         """Async :meth:`SessionStore.append`."""
         return await self._writes.write(
-            self._executor,
             self.store.append,
             session_id,
             *messages,
@@ -373,7 +372,7 @@ class AsyncSessionStore:
 
     async def state(self, session_id: str) -> SessionState:
         """Async :meth:`SessionStore.state`."""
-        return await self._run(self.store.state, session_id)
+        return await self._writes.read(self.store.state, session_id)
 
     async def update_state(
         self,
@@ -384,7 +383,6 @@ class AsyncSessionStore:
     ) -> SessionRecord | None:
         """Async :meth:`SessionStore.update_state`."""
         return await self._writes.write(
-            self._executor,
             self.store.update_state,
             delta,
             session_id=session_id,
@@ -393,7 +391,7 @@ class AsyncSessionStore:
 
     async def record_usage(self, session_id: str, usage: Usage) -> SessionRecord:
         """Async :meth:`SessionStore.record_usage`."""
-        return await self._writes.write(self._executor, self.store.record_usage, session_id, usage)
+        return await self._writes.write(self.store.record_usage, session_id, usage)
 
     async def messages(
         self,
@@ -416,7 +414,7 @@ class AsyncSessionStore:
 
     async def tail(self, session_id: str, n: int) -> list[Message]:
         """Async :meth:`SessionStore.tail`."""
-        return await self._run(self.store.tail, session_id, n)
+        return await self._writes.read(self.store.tail, session_id, n)
 
     async def context(
         self,
@@ -428,7 +426,7 @@ class AsyncSessionStore:
         keep_system: bool = True,
     ) -> ContextWindow:
         """Async :meth:`SessionStore.context`."""
-        return await self._run(
+        return await self._writes.read(
             self.store.context,
             session_id,
             max_messages=max_messages,
@@ -443,7 +441,7 @@ class AsyncSessionStore:
 
     async def session(self, session_id: str) -> SessionRecord:
         """Async :meth:`SessionStore.session`."""
-        return await self._run(self.store.session, session_id)
+        return await self._writes.read(self.store.session, session_id)
 
     @contextlib.asynccontextmanager
     async def compression_lease(self, session_id: str, holder: str) -> AsyncIterator[None]:
