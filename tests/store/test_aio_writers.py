@@ -70,7 +70,7 @@ class _Counting(ThreadPoolExecutor):
 
 
 def test_a_given_executor_runs_the_writes_too(tmp_path):
-    """A store built with ``executor=`` runs its appends and reads there, not in threads of its own."""
+    """A store given ``executor=`` runs its appends and reads there, in no thread of its own."""
 
     async def scenario() -> None:
         with _Counting(2) as pool:
