@@ -49,12 +49,17 @@ class WritePool:
 
     backend: object = None
     executor: Executor | None = None
+    batches: bool = attrs.field(default=True, kw_only=True)  # False: the pool only (a baseline)
     _pool: ThreadPoolExecutor | None = attrs.field(default=None, init=False)
     _batcher: WriteBatcher | None = attrs.field(default=None, init=False)
     _reader: WriteBatcher | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
-        if self.executor is None and isinstance(self.backend, SupportsWriteBatches):
+        if (
+            self.batches
+            and self.executor is None
+            and isinstance(self.backend, SupportsWriteBatches)
+        ):
             self._batcher = WriteBatcher(self.backend.write_batch)
             self._reader = WriteBatcher(run_each, "hermes-sessions-read")
 

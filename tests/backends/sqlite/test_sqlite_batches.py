@@ -158,3 +158,16 @@ def test_a_failed_commit_is_a_storage_error_for_every_call(backend, monkeypatch)
     monkeypatch.setattr(connections.crashpoints, "reached", original)
     assert all(isinstance(error, StorageError) for _result, error in outcomes)
     assert _texts(backend, "s1") == []
+
+
+def test_without_group_commit_each_call_commits_alone(db_path, commits):
+    """``group_commit=False`` is kept: the calls of a batch are committed one by one."""
+    with SQLiteBackend(db_path, group_commit=False) as backend:
+        seed(backend, "s1", "agent:main:telegram:dm:1")
+        commits.clear()
+        outcomes = backend.write_batch(
+            [lambda n=n: backend.append_messages("s1", [say(f"m{n}")]) for n in range(3)]
+        )
+        assert [error for _result, error in outcomes] == [None, None, None]
+        assert _texts(backend, "s1") == ["m0", "m1", "m2"]
+    assert len(commits) == 3

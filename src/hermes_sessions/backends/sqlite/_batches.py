@@ -15,7 +15,8 @@ own error (a conflict, a missing session, a refused value) rolls back only its s
 its outcome alone; an error of the database itself (I/O, full disk, corruption, a failed
 ``COMMIT``) is the outcome of every call, since none of them is durable; a database busy with
 another process's write rolls the whole batch back and runs it again after the usual backoff.
-Nothing is returned before the ``COMMIT``. A batch of one runs without a savepoint.
+Nothing is returned before the ``COMMIT``. A batch of one runs without a savepoint. A backend
+opened with ``group_commit=False`` runs the calls one after another, each write committed alone.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ Outcome = tuple[object, BaseException | None]
 
 def write_batch(backend: SQLiteBackend, calls: Sequence[Callable[[], object]]) -> list[Outcome]:
     """Run ``calls`` in order in one committed transaction; each call's ``(result, error)``."""
+    if not backend.group_commit:  # one commit per write, as asked: each call alone
+        return [_one(call) for call in calls]
     outcomes: list[Outcome] = [(None, None)] * len(calls)
     if not calls:
         return outcomes
@@ -48,6 +51,14 @@ def write_batch(backend: SQLiteBackend, calls: Sequence[Callable[[], object]]) -
         failure = error.error if isinstance(error, BatchFailed) else error
         return [(None, failure if index == 0 else _copy(failure)) for index in range(len(calls))]
     return outcomes
+
+
+def _one(call: Callable[[], object]) -> Outcome:
+    """``call`` with its writes committed as usual (without group commit: one commit each)."""
+    try:
+        return call(), None
+    except BaseException as error:  # noqa: BLE001  # the call's outcome, raised to its caller
+        return None, error
 
 
 def _commit(
