@@ -23,7 +23,7 @@ from hermes_sessions import (
     Usage,
 )
 from hermes_sessions.aio import AsyncSessionStore
-from hermes_sessions.aio._batcher import _deliver
+from hermes_sessions.aio._batcher import WriteBatcher, _deliver, _deliver_all, _Write
 from hermes_sessions.backends import InMemoryBackend, SQLiteBackend
 from hermes_sessions.backends.sqlite import _connections as connections
 from hermes_sessions.exceptions import ConflictError, SessionNotFoundError, StorageError
@@ -438,3 +438,31 @@ def test_a_read_cancelled_before_the_reader_takes_it_is_never_run(tmp_path, monk
 
     _run(tmp_path, scenario)
     assert calls == ["kept"]
+
+
+def test_a_failing_execute_fails_every_call_it_was_given():
+    """If running a batch raises (a broken backend), every caller of the batch gets the error."""
+
+    def broken(calls):
+        raise RuntimeError("backend broke")
+
+    async def scenario():
+        batcher = WriteBatcher(broken)
+        try:
+            return await asyncio.gather(
+                *(batcher.run(lambda: None) for _ in range(3)), return_exceptions=True
+            )
+        finally:
+            batcher.shutdown()
+
+    outcomes = asyncio.run(scenario())
+    assert all(isinstance(outcome, RuntimeError) for outcome in outcomes)
+
+
+def test_outcomes_for_a_closed_loop_are_dropped():
+    """Outcomes whose event loop has closed meanwhile are dropped without an error."""
+    loop = asyncio.new_event_loop()
+    future = loop.create_future()
+    loop.close()
+    _deliver_all([_Write(lambda: None, future, loop)], [(1, None)])
+    assert not future.done()

@@ -171,3 +171,19 @@ def test_without_group_commit_each_call_commits_alone(db_path, commits):
         assert [error for _result, error in outcomes] == [None, None, None]
         assert _texts(backend, "s1") == ["m0", "m1", "m2"]
     assert len(commits) == 3
+
+
+def test_without_group_commit_a_calls_error_is_its_own(db_path):
+    """Without group commit too, a failing call gets its error and the others are stored."""
+    with SQLiteBackend(db_path, group_commit=False) as backend:
+        seed(backend, "s1", "agent:main:telegram:dm:1")
+
+        def conflict():
+            raise ConflictError(session_id="s1")
+
+        outcomes = backend.write_batch(
+            [lambda: backend.append_messages("s1", [say("kept")]), conflict]
+        )
+        assert outcomes[0][1] is None
+        assert isinstance(outcomes[1][1], ConflictError)
+        assert _texts(backend, "s1") == ["kept"]
