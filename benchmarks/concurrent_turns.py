@@ -8,6 +8,9 @@ on SQLite with ``full`` durability (an fsync per commit). The same run measures,
 turns:
 
 - the store with ``group_commit=False``: its own unbatched rate (one commit per turn);
+- the store as it was before its writer and reader threads (``_batcher``): every call in a
+  thread of its own (writes in the 64-thread write pool, reads in the default pool), still with
+  group commit — what the writer thread improves on;
 - 8 threads on the synchronous ``SessionStore`` (group commit on and off);
 - the raw ``sqlite3`` loop of ``turns.py`` with one commit per turn, and the same loop batching 64
   turns per commit (the ideal a group commit approaches);
@@ -15,12 +18,15 @@ turns:
   ``--pg-dsn``), the async store on PostgreSQL at the same concurrencies, in a fresh schema
   dropped at the end.
 
+With ``--breakdown`` it also prints where the CPU of a turn goes at 64 chats (the event loop's
+thread, the writer, the reader, the other threads), from each thread's CPU clock.
+
 It prints every rate and the ratios of the targets: at 64 chats the async store reaches at
 least 2x the raw one-commit loop, 3x its own unbatched rate and 0.5x the raw 64-batched loop.
 Each figure is the median of ``--rounds`` rounds (other work shares this machine). ``--quick`` is
 a smoke run of a few seconds (CI runs it).
 
-    python benchmarks/concurrent_turns.py [--quick] [--rounds N] [--pg-dsn DSN]
+    python benchmarks/concurrent_turns.py [--quick] [--rounds N] [--pg-dsn DSN] [--breakdown]
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from turns import NEVER, build, raw_turns, source  # the sibling benchmark
 
 from hermes_sessions import AsyncSessionStore, Message, SessionStore, Usage
+from hermes_sessions.aio._writers import WritePool
 from hermes_sessions.backends.sqlite import SQLiteBackend
 
 if TYPE_CHECKING:
@@ -67,20 +74,55 @@ async def _chat(store: AsyncSessionStore, number: int, turns: int, run: str) -> 
             await store.append(turn.session_id, *_pair(tag, n), usage=USAGE)
 
 
-async def _async_rate(store: AsyncSessionStore, chats: int, turns: int, run: str) -> float:
+def _thread_clocks(store: AsyncSessionStore) -> dict[str, float]:
+    """CPU seconds so far of the loop's thread, the writer and the reader (Linux clocks)."""
+    clocks = {"event loop": time.thread_time(), "process": time.process_time()}
+    for name in ("_batcher", "_reader"):
+        queue = getattr(store._writes, name)  # noqa: SLF001  # the benchmark looks inside
+        pool = None if queue is None else queue._thread  # noqa: SLF001
+        for thread in () if pool is None else pool._threads:  # noqa: SLF001
+            clock = time.pthread_getcpuclockid(thread.ident)  # type: ignore[arg-type]
+            clocks[name.strip("_")] = time.clock_gettime(clock)
+    return clocks
+
+
+async def _async_rate(
+    store: AsyncSessionStore, chats: int, turns: int, run: str, cpu: dict[str, float] | None
+) -> float:
     per_chat = max(1, turns // chats)
     await asyncio.gather(*(_chat(store, c, 2, f"{run}w") for c in range(chats)))  # warm-up
+    before = _thread_clocks(store)
     start = time.perf_counter()
     await asyncio.gather(*(_chat(store, c, per_chat, run) for c in range(chats)))
-    return chats * per_chat / (time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    if cpu is not None:
+        after = _thread_clocks(store)
+        for name, value in after.items():
+            cpu[name] = (value - before.get(name, 0.0)) / (chats * per_chat)
+    return chats * per_chat / elapsed
 
 
-def async_turns(open_store: Callable[[], SessionStore], chats: int, turns: int, run: str) -> float:
-    """Turns per second of ``chats`` concurrent chats through ``AsyncSessionStore``."""
+def async_turns(
+    open_store: Callable[[], SessionStore],
+    chats: int,
+    turns: int,
+    run: str,
+    *,
+    threaded: bool = False,
+    cpu: dict[str, float] | None = None,
+) -> float:
+    """Turns per second of ``chats`` concurrent chats through ``AsyncSessionStore``.
+
+    ``threaded``: as before the writer and reader threads, every call in a thread of its own.
+    ``cpu`` receives the CPU seconds per turn of each thread (see :func:`_thread_clocks`).
+    """
 
     async def main() -> float:
         async with AsyncSessionStore(open_store()) as store:
-            return await _async_rate(store, chats, turns, run)
+            if threaded:
+                pool = WritePool(store.store.backend, batches=False)
+                store._writes = pool  # noqa: SLF001  # the baseline: the write pool alone
+            return await _async_rate(store, chats, turns, run, cpu)
 
     return asyncio.run(main())
 
@@ -120,7 +162,13 @@ def _sqlite_opener(path: Path, *, group: bool) -> Callable[[], SessionStore]:
 
 
 def sqlite_round(
-    scratch: Path, keys: int, turns: int, round_: int, concurrencies: tuple[int, ...]
+    scratch: Path,
+    keys: int,
+    turns: int,
+    round_: int,
+    concurrencies: tuple[int, ...],
+    *,
+    cpu: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """One round of every SQLite figure, measured back to back (the machine's noise hits all)."""
     db = scratch / "state.db"
@@ -134,7 +182,11 @@ def sqlite_round(
         for group in (True, False):
             run = f"{'g' if group else 's'}{chats}-{round_}"
             opener = _sqlite_opener(db, group=group)
-            rates[f"async {chats} {group}"] = async_turns(opener, chats, turns, run)
+            clocks = cpu if group and chats == 64 else None  # the target's case
+            rates[f"async {chats} {group}"] = async_turns(opener, chats, turns, run, cpu=clocks)
+        opener = _sqlite_opener(db, group=True)
+        run = f"p{chats}-{round_}"
+        rates[f"async {chats} threaded"] = async_turns(opener, chats, turns, run, threaded=True)
     for group in (True, False):
         run = f"{'t' if group else 'u'}-{round_}"
         rates[f"threads {group}"] = thread_turns(db, 8, turns, run, group=group)
@@ -145,7 +197,11 @@ def measure_sqlite(scratch: Path, args: argparse.Namespace, concurrencies: tuple
     """Every SQLite figure and the targets' ratios: medians of the rounds, ratios per round."""
     keys = max(*concurrencies, 8)
     build(scratch / "state.db", keys)
-    rounds = [sqlite_round(scratch, keys, args.turns, r, concurrencies) for r in range(args.rounds)]
+    cpus: list[dict[str, float]] = [{} for _ in range(args.rounds)]
+    rounds = [
+        sqlite_round(scratch, keys, args.turns, r, concurrencies, cpu=cpus[r])
+        for r in range(args.rounds)
+    ]
 
     def rate(name: str) -> float:
         return statistics.median(each[name] for each in rounds)
@@ -158,10 +214,25 @@ def measure_sqlite(scratch: Path, args: argparse.Namespace, concurrencies: tuple
     print(f"raw sqlite3, 64 turns per commit:   {rate('raw 64'):8,.0f} turns/s")
     for chats in concurrencies:
         on, off = f"async {chats} True", f"async {chats} False"
+        threaded = f"async {chats} threaded"
         print(
             f"AsyncSessionStore, {chats:>3} chats: group commit {rate(on):8,.0f} turns/s, "
             f"without {rate(off):8,.0f}; {ratio(on, off):5.2f}x unbatched, "
             f"{ratio(on, 'raw 1'):5.2f}x raw one-commit, {ratio(on, 'raw 64'):5.2f}x raw 64-batched"
+        )
+        print(
+            f"    threads only (before the writer): {rate(threaded):8,.0f} turns/s; the writer "
+            f"gives {ratio(on, threaded):5.2f}x; threads only is {ratio(threaded, 'raw 1'):5.2f}x "
+            "raw one-commit"
+        )
+    if args.breakdown and 64 in concurrencies:  # the target's case
+        print("CPU per turn at 64 chats (ms, medians of the rounds):")
+        names = ("event loop", "batcher", "reader", "process")
+        cpu = {n: statistics.median(c.get(n, 0.0) for c in cpus) * 1e3 for n in names}
+        others = cpu["process"] - cpu["event loop"] - cpu["batcher"] - cpu["reader"]
+        print(
+            f"    event loop {cpu['event loop']:.3f}, writer {cpu['batcher']:.3f}, reader "
+            f"{cpu['reader']:.3f}, other threads {others:.3f}; all {cpu['process']:.3f}"
         )
     print(
         f"SessionStore, 8 threads: group commit {rate('threads True'):8,.0f} turns/s, without "
@@ -231,6 +302,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None, help="rounds per figure (median)")
     parser.add_argument("--turns", type=int, default=None, help="turns per measurement")
     parser.add_argument("--pg-dsn", default=None, help="also measure this PostgreSQL server")
+    parser.add_argument("--breakdown", action="store_true", help="CPU per turn by thread")
     args = parser.parse_args()
     args.rounds = args.rounds or (1 if args.quick else 3)
     args.turns = args.turns or (128 if args.quick else 1_024)

@@ -59,6 +59,7 @@ __all__ = [
     "SupportsReindex",
     "SupportsScrub",
     "SupportsSearch",
+    "SupportsWriteBatches",
     "TranscriptStore",
 ]
 
@@ -477,6 +478,29 @@ class SupportsScrub(Protocol):
 
     def scrub(self) -> None:
         """Remove the remains of deleted data from the files."""
+        ...
+
+
+@runtime_checkable
+class SupportsWriteBatches(Protocol):
+    """Optional ability: run whole calls, each making this backend's writes, as one commit.
+
+    :class:`~hermes_sessions.aio.AsyncSessionStore` queues its writes (``append``,
+    ``update_state``, ``record_usage``) for one writer thread, which hands every call queued
+    since its last commit to :meth:`write_batch`. A call is a store method bound to its
+    arguments; while it runs, every statement it makes through this backend (reads too) runs in
+    the batch's transaction on the calling thread. The semantics are those of SQLite's group
+    commit (``docs/sqlite.md``): as if the calls committed one after another in order, each in a
+    savepoint (a call's own error rolls back only it), the database's errors failing them all,
+    and nothing returned before the ``COMMIT`` holding every call that succeeded.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def write_batch(
+        self, calls: Sequence[Callable[[], object]]
+    ) -> list[tuple[object, BaseException | None]]:
+        """Run ``calls`` in order in one transaction; each call's ``(result, error)``, committed."""
         ...
 
 

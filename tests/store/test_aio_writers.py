@@ -7,7 +7,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 from hermes_sessions import Message, ResetPolicies, ResetPolicy, SessionSource, SessionStore
 from hermes_sessions.aio import AsyncSessionStore
-from hermes_sessions.aio._writers import WRITERS
 from hermes_sessions.backends import SQLiteBackend
 from hermes_sessions.backends.sqlite import _connections as connections
 
@@ -33,30 +32,31 @@ def test_writes_of_many_chats_share_one_commit(tmp_path, monkeypatch):
 
     never = ResetPolicies(ResetPolicy(mode="none"))
     store = SessionStore(SQLiteBackend(tmp_path / "state.db"), resets=never)
-    group = store.backend._connections._group
 
     async def scenario() -> list[int]:
         async with AsyncSessionStore(store) as astore:
+            batcher = astore._writes._batcher
             lookups = [await astore.get_or_create(_chat(n)) for n in range(CHATS)]
             monkeypatch.setattr(connections.crashpoints, "reached", count)
             with store.backend._connections._write_lock:
                 first = asyncio.ensure_future(
                     astore.append(lookups[0].session_id, Message(role="user", content="first"))
                 )
-                assert await asyncio.to_thread(group.wait_queued, 0, WAIT)
+                await asyncio.sleep(0)  # the task queues its call
+                assert await asyncio.to_thread(batcher.wait_taken, WAIT)
                 rest = [
                     asyncio.ensure_future(
                         astore.append(lookup.session_id, Message(role="user", content="hi"))
                     )
                     for lookup in lookups[1:]
                 ]
-                assert await asyncio.to_thread(group.wait_queued, CHATS - 1, WAIT)
+                await asyncio.sleep(0)  # every task queues its call
+                assert batcher.queued() == CHATS - 1
             await asyncio.gather(first, *rest)
             return [len(await astore.transcript(lookup.session_id)) for lookup in lookups]
 
     assert asyncio.run(scenario()) == [1] * CHATS
     assert len(commits) == 2  # the first append alone, then the other nineteen at once
-    assert CHATS <= WRITERS
 
 
 class _Counting(ThreadPoolExecutor):
@@ -70,7 +70,7 @@ class _Counting(ThreadPoolExecutor):
 
 
 def test_a_given_executor_runs_the_writes_too(tmp_path):
-    """A store built with ``executor=`` runs its appends there, not in a pool of its own."""
+    """A store given ``executor=`` runs its appends and reads there, in no thread of its own."""
 
     async def scenario() -> None:
         with _Counting(2) as pool:
@@ -80,6 +80,9 @@ def test_a_given_executor_runs_the_writes_too(tmp_path):
                 before = _Counting.calls
                 await astore.append(lookup.session_id, Message(role="user", content="hi"))
                 assert _Counting.calls == before + 1
+                assert await astore.seen(lookup.session_id, "nothing") is None
+                assert _Counting.calls == before + 2  # the turn's reads too
+                assert astore._writes._batcher is None
 
     asyncio.run(scenario())
 

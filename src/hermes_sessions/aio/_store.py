@@ -133,13 +133,14 @@ class AsyncSessionStore:
         validator=attrs.validators.optional(attrs.validators.instance_of(Executor)),
     )
     _keys: KeyLocks = attrs.field(factory=KeyLocks, init=False)
-    _writes: WritePool = attrs.field(factory=WritePool, init=False)  # see _writers
+    _writes: WritePool = attrs.field(init=False)  # see _writers
     _turns: dict[str, list[Turn]] = attrs.field(factory=dict, init=False)
     _loop: asyncio.AbstractEventLoop | None = attrs.field(default=None, init=False)
     _callbacks: set[asyncio.Future[None]] = attrs.field(factory=set, init=False)
     _maintenance: asyncio.Task[None] | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
+        self._writes = WritePool(self.store.backend, self._executor)
         self.store.on_rotate(self._follow)
 
     def __repr__(self) -> str:
@@ -264,7 +265,7 @@ class AsyncSessionStore:
         """
         key = self.store.key_for(source)
         async with self._keys.hold(key):
-            lookup = await self._run(self.store.get_or_create, source, force_new=force_new)
+            lookup = await self._writes.read(self.store.get_or_create, source, force_new=force_new)
             turn = Turn(key=key, lookup=lookup, entry=lookup.entry)
             self._turns.setdefault(key, []).append(turn)
             try:
@@ -287,7 +288,7 @@ class AsyncSessionStore:
         self, key: str, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs
     ) -> R:
         async with self._keys.hold(key):
-            return await self._writes.run(self._executor, function, *args, **kwargs)
+            return await self._writes.run(function, *args, **kwargs)
 
     # -- key operations (serialised per key) -------------------------------------------------------
 
@@ -341,11 +342,11 @@ class AsyncSessionStore:
 
     async def entry(self, key: str) -> SessionEntry:
         """Async :meth:`SessionStore.entry`."""
-        return await self._run(self.store.entry, key)
+        return await self._writes.read(self.store.entry, key)
 
     async def seen(self, key_or_session_id: str, platform_message_id: str) -> Message | None:
         """Async :meth:`SessionStore.seen` (call it before the model)."""
-        return await self._run(self.store.seen, key_or_session_id, platform_message_id)
+        return await self._writes.read(self.store.seen, key_or_session_id, platform_message_id)
 
     # -- transcripts -------------------------------------------------------------------------------
 
@@ -359,8 +360,7 @@ class AsyncSessionStore:
         if_revision: int | None = None,
     ) -> AppendResult:
         """Async :meth:`SessionStore.append`."""
-        return await self._writes.run(
-            self._executor,
+        return await self._writes.write(
             self.store.append,
             session_id,
             *messages,
@@ -372,7 +372,7 @@ class AsyncSessionStore:
 
     async def state(self, session_id: str) -> SessionState:
         """Async :meth:`SessionStore.state`."""
-        return await self._run(self.store.state, session_id)
+        return await self._writes.read(self.store.state, session_id)
 
     async def update_state(
         self,
@@ -382,8 +382,7 @@ class AsyncSessionStore:
         if_revision: int | None = None,
     ) -> SessionRecord | None:
         """Async :meth:`SessionStore.update_state`."""
-        return await self._writes.run(
-            self._executor,
+        return await self._writes.write(
             self.store.update_state,
             delta,
             session_id=session_id,
@@ -392,7 +391,7 @@ class AsyncSessionStore:
 
     async def record_usage(self, session_id: str, usage: Usage) -> SessionRecord:
         """Async :meth:`SessionStore.record_usage`."""
-        return await self._writes.run(self._executor, self.store.record_usage, session_id, usage)
+        return await self._writes.write(self.store.record_usage, session_id, usage)
 
     async def messages(
         self,
@@ -415,7 +414,7 @@ class AsyncSessionStore:
 
     async def tail(self, session_id: str, n: int) -> list[Message]:
         """Async :meth:`SessionStore.tail`."""
-        return await self._run(self.store.tail, session_id, n)
+        return await self._writes.read(self.store.tail, session_id, n)
 
     async def context(
         self,
@@ -427,7 +426,7 @@ class AsyncSessionStore:
         keep_system: bool = True,
     ) -> ContextWindow:
         """Async :meth:`SessionStore.context`."""
-        return await self._run(
+        return await self._writes.read(
             self.store.context,
             session_id,
             max_messages=max_messages,
@@ -442,7 +441,7 @@ class AsyncSessionStore:
 
     async def session(self, session_id: str) -> SessionRecord:
         """Async :meth:`SessionStore.session`."""
-        return await self._run(self.store.session, session_id)
+        return await self._writes.read(self.store.session, session_id)
 
     @contextlib.asynccontextmanager
     async def compression_lease(self, session_id: str, holder: str) -> AsyncIterator[None]:

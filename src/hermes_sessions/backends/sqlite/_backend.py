@@ -21,6 +21,7 @@ import attrs
 from hermes_sessions import options
 from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
 from hermes_sessions.backends.rules import check_message_sizes, check_state_target, check_update
+from hermes_sessions.backends.sqlite import _batches
 from hermes_sessions.backends.sqlite import _entries as entries_sql
 from hermes_sessions.backends.sqlite import _files as files
 from hermes_sessions.backends.sqlite import _leases as leases_sql
@@ -112,6 +113,7 @@ class SQLiteBackend(ClosesOnExit):
     _fts: bool = attrs.field(default=True, init=False, on_setattr=attrs.setters.NO_OP)
     # Whether the FTS5 rows are known to hold the current token stream; once true, it stays so.
     _tokens_current: bool = attrs.field(default=True, init=False, on_setattr=attrs.setters.NO_OP)
+    write_batch = _batches.write_batch  # SupportsWriteBatches: the async store's write batches
 
     def __attrs_post_init__(self) -> None:
         self._connections = Connections(

@@ -12,6 +12,7 @@ while a commit is in flight are committed together in the next transaction (see 
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import sqlite3
@@ -199,6 +200,9 @@ class Connections:
         transaction: bool = True,
     ) -> R:
         """Run ``work`` in a transaction, retrying with jittered backoff while the db is busy."""
+        inside = getattr(self._local, "batch", None)
+        if inside is not None:  # a call of a write batch on this thread (see ``_batches``)
+            return work(inside)
         if write:
             if self._group is not None:
                 return self._group.submit(work)
@@ -241,6 +245,21 @@ class Connections:
         """Commit a group-commit batch in one write transaction (retried while busy)."""
         with self._write_lock:
             self._attempts(lambda connection: run_batch(connection, batch), "BEGIN IMMEDIATE")
+
+    def run_inside(self, work: Callable[[sqlite3.Connection], R]) -> R:
+        """Run ``work`` in one write transaction, as are all statements this thread makes meanwhile.
+
+        Retried while busy, like a single write; the write batches of ``_batches``.
+        """
+        with self._write_lock:
+            return self._attempts(functools.partial(self._inside, work), "BEGIN IMMEDIATE")
+
+    def _inside(self, work: Callable[[sqlite3.Connection], R], connection: sqlite3.Connection) -> R:
+        self._local.batch = connection
+        try:
+            return work(connection)
+        finally:
+            self._local.batch = None
 
     def run_alone(self, work: Callable[[sqlite3.Connection], R]) -> R:
         """Run ``work`` outside a transaction with the write lock held (for ``VACUUM``)."""
