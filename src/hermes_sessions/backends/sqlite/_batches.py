@@ -27,6 +27,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from hermes_sessions.backends.sqlite._group import BatchFailed, is_fatal
+from hermes_sessions.backends.sqlite._guard import guarded
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -65,7 +66,6 @@ def _commit(
     backend: SQLiteBackend, calls: Sequence[Callable[[], object]], outcomes: list[Outcome]
 ) -> None:
     """The batch's transaction, with the backend's own error translation (``guarded``)."""
-    from hermes_sessions.backends.sqlite._backend import guarded  # noqa: PLC0415  # a cycle
 
     def commit(backend: SQLiteBackend) -> None:
         work = functools.partial(_run_calls, calls, outcomes)
