@@ -21,12 +21,11 @@ opened with ``group_commit=False`` runs the calls one after another, each write 
 
 from __future__ import annotations
 
-import copy
 import functools
 import sqlite3
 from typing import TYPE_CHECKING
 
-from hermes_sessions.backends.sqlite._group import BatchFailed, is_fatal
+from hermes_sessions.backends.sqlite._group import BatchFailed, copy_error, is_busy, is_fatal
 from hermes_sessions.backends.sqlite._guard import guarded
 
 if TYPE_CHECKING:
@@ -50,7 +49,8 @@ def write_batch(backend: SQLiteBackend, calls: Sequence[Callable[[], object]]) -
         _commit(backend, calls, outcomes)
     except BaseException as error:  # noqa: BLE001  # the batch failed: it is every call's outcome
         failure = error.error if isinstance(error, BatchFailed) else error
-        return [(None, failure if index == 0 else _copy(failure)) for index in range(len(calls))]
+        failed: list[Outcome] = [(None, failure)]
+        return failed + [(None, copy_error(failure)) for _ in calls[1:]]
     return outcomes
 
 
@@ -96,7 +96,7 @@ def _run_calls(
 def _settle(connection: sqlite3.Connection, error: BaseException) -> None:
     """Roll back the call alone, or fail (or retry) the batch if the error is the database's."""
     cause = error if isinstance(error, sqlite3.Error) else error.__cause__
-    if isinstance(cause, sqlite3.OperationalError) and _busy(cause):
+    if isinstance(cause, sqlite3.OperationalError) and is_busy(cause):
         raise cause  # the whole batch is rolled back and retried
     if (
         not isinstance(error, Exception)
@@ -106,20 +106,3 @@ def _settle(connection: sqlite3.Connection, error: BaseException) -> None:
         raise BatchFailed(error) from error
     connection.execute("ROLLBACK TO hermes_call")
     connection.execute("RELEASE hermes_call")
-
-
-def _busy(error: sqlite3.Error) -> bool:
-    return (getattr(error, "sqlite_errorcode", 0) & 0xFF) in {
-        sqlite3.SQLITE_BUSY,
-        sqlite3.SQLITE_LOCKED,
-    }
-
-
-def _copy(error: BaseException) -> BaseException:
-    """A copy of ``error`` for another caller to raise (so tracebacks do not mix)."""
-    try:
-        duplicate = copy.copy(error)
-    except Exception:  # noqa: BLE001  # an exception that cannot be copied is raised as it is
-        return error
-    duplicate.__cause__, duplicate.__traceback__ = error.__cause__, error.__traceback__
-    return duplicate

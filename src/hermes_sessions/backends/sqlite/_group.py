@@ -27,7 +27,7 @@ from typing import Final, Generic, TypeVar
 
 import attrs
 
-__all__ = ["BatchFailed", "GroupCommit", "Member", "is_fatal"]
+__all__ = ["BatchFailed", "GroupCommit", "Member", "copy_error", "is_busy", "is_fatal"]
 
 R = TypeVar("R")
 
@@ -130,7 +130,7 @@ class GroupCommit:
             failure = error.error if isinstance(error, BatchFailed) else error
             for index, each in enumerate(batch):
                 each.result = None
-                each.error = failure if index == 0 else _copy(failure)
+                each.error = failure if index == 0 else copy_error(failure)
         finally:
             with self._mutex:
                 if self._queue:
@@ -143,7 +143,7 @@ class GroupCommit:
                 each.done.set()  # type: ignore[union-attr]  # queued members have one
 
 
-def _copy(error: BaseException) -> BaseException:
+def copy_error(error: BaseException) -> BaseException:
     """A copy of ``error`` for another thread to raise (so tracebacks do not mix)."""
     try:
         duplicate = copy.copy(error)
@@ -170,7 +170,7 @@ def run_batch(connection: sqlite3.Connection, batch: list[Member[object]]) -> No
         try:
             member.result = member.work(connection)
         except sqlite3.OperationalError as error:
-            if _busy(error):
+            if is_busy(error):
                 raise
             _settle(connection, member, error)
         except BaseException as error:  # noqa: BLE001  # the member's own failure is kept for it
@@ -188,7 +188,8 @@ def _settle(connection: sqlite3.Connection, member: Member[object], error: BaseE
     member.error = error
 
 
-def _busy(error: sqlite3.Error) -> bool:
+def is_busy(error: sqlite3.Error) -> bool:
+    """Whether ``error`` says another connection holds the database (retry the batch)."""
     return (getattr(error, "sqlite_errorcode", 0) & 0xFF) in {
         sqlite3.SQLITE_BUSY,
         sqlite3.SQLITE_LOCKED,
