@@ -229,9 +229,10 @@ def measure_sqlite(scratch: Path, args: argparse.Namespace, concurrencies: tuple
         print("CPU per turn at 64 chats (ms, medians of the rounds):")
         names = ("event loop", "batcher", "reader", "process")
         cpu = {n: statistics.median(c.get(n, 0.0) for c in cpus) * 1e3 for n in names}
-        # Per round, then the median (a difference of medians can fall below zero).
+        # Per round, then the median; the clocks tick apart, so a difference near zero can
+        # come out a hair below it.
         others = 1e3 * statistics.median(
-            c.get("process", 0.0) - sum(c.get(n, 0.0) for n in names[:3]) for c in cpus
+            max(0.0, c.get("process", 0.0) - sum(c.get(n, 0.0) for n in names[:3])) for c in cpus
         )
         print(
             f"    event loop {cpu['event loop']:.3f}, writer {cpu['batcher']:.3f}, reader "
