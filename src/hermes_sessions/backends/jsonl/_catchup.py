@@ -17,17 +17,78 @@ from hermes_sessions.backends.jsonl._cache import (
     Tail,
     apply_lines,
     apply_record,
+    load_session,
+    read_tail,
     touched_sessions,
 )
 from hermes_sessions.backends.jsonl._journal import Plan, Void
 from hermes_sessions.backends.jsonl._snapshot import Summary
-from hermes_sessions.backends.memtables import EntryTable
+from hermes_sessions.backends.jsonl._tables import RoutingTable, SessionMap
+from hermes_sessions.backends.jsonl._verify import missing_file
 
 if TYPE_CHECKING:
+    from hermes_sessions.backends.jsonl._engine import DirectoryEngine
     from hermes_sessions.backends.jsonl._journal import JournalRecord
+    from hermes_sessions.backends.jsonl._snapindex import SnapshotIndex
     from hermes_sessions.backends.jsonl._snapshot import Snapshot
 
-__all__ = ["apply_changes", "change_kinds"]
+__all__ = ["apply_changes", "change_kinds", "gather", "install_index"]
+
+
+def gather(
+    engine: DirectoryEngine, records: list[JournalRecord], base: Snapshot | None
+) -> dict[str, Change]:
+    """Phase one: read and check every session file the records (or the snapshot) changed."""
+    state = engine.state
+    changes: dict[str, Change] = {}
+    kinds = change_kinds(state, records, base, summaries=engine.use_summaries)
+    for session_id, kind in kinds.items():
+        cached = state.sessions.get(session_id)
+        path = engine.session_path(session_id)
+        if kind == "drop":
+            changes[session_id] = None
+        elif kind == "summary":
+            assert base is not None  # noqa: S101  # summaries come with a snapshot
+            changes[session_id] = base.summaries[session_id]
+        elif kind == "tail" and cached is not None:
+            changes[session_id] = read_tail(path, cached, session_id)
+        else:
+            try:
+                changes[session_id] = load_session(path, session_id)
+            except FileNotFoundError as error:
+                raise missing_file(session_id, path) from error
+    return changes
+
+
+def install_index(state: State, index: SnapshotIndex) -> None:
+    """Start the cache over from a lazily read snapshot (nothing is decoded yet).
+
+    The transcripts this process holds of sessions whose version the snapshot has too are kept
+    (their files did not change); every other session is read from the snapshot when needed.
+    """
+    old = state.sessions
+    kept: dict[str, SessionFile] = {}
+    for session_id, cached in old.held.items():
+        found = index.session(session_id) if cached.loaded is not None else None
+        if found is not None and found.version == cached.version:
+            kept[session_id] = cached
+    if state.searching:
+        for session_id, cached in old.held.items():
+            if session_id not in kept and cached.loaded is not None:
+                for message_id in cached.loaded.messages:
+                    state.index.remove(session_id, message_id)
+    for session_id in list(old.held):
+        if session_id not in kept:
+            state.forget(session_id)
+    state.close()
+    state.table = RoutingTable(base=index)
+    state.sessions = SessionMap(index, bound=old.bound)
+    for session_id, cached in kept.items():
+        state.sessions.held[session_id] = cached
+    state.leases = dict(index.leases)
+    state.scopes = dict(index.scopes)
+    state.last_tx = index.last_tx
+    state.journal_records = 0
 
 
 def change_kinds(
@@ -72,7 +133,7 @@ def apply_changes(
     Everything was read and checked before, so nothing here can fail.
     """
     if base is not None:
-        state.table = EntryTable()
+        state.table = RoutingTable()  # the sessions were never read from an index (the engine)
         for entry in base.entries:
             state.table.put(entry)
         state.leases = dict(base.leases)

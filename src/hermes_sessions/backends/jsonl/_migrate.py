@@ -26,7 +26,8 @@ def needs_migration(engine: DirectoryEngine) -> bool:
     """Whether the journal or a session file of the (caught up) directory is in format 1."""
     if not engine.journal_checksums:
         return True
-    return any(not cached.checksums for cached in engine.state.sessions.values())
+    # a snapshot read lazily summarises checksummed files only: the held sessions tell
+    return any(not cached.checksums for cached in engine.state.sessions.held.values())
 
 
 def migrate_session_file(engine: DirectoryEngine, session_id: str) -> None:

@@ -14,6 +14,7 @@ by another program), which no checksum can:
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from hermes_sessions.backends.jsonl._cache import Loaded, Tail
@@ -133,9 +134,13 @@ def cross_check(state: State, sessions_dir: Path) -> None:
     over on top of their transcripts.
     """
     directory = sessions_dir.parent
-    for name in sorted(path.name for path in sessions_dir.iterdir()):
+    listed = iter(state.sessions.sorted_ids())
+    current = next(listed, None)
+    for name in sorted(entry.name for entry in os.scandir(sessions_dir)):
         session_id = name.removesuffix(".jsonl")
-        if session_id == name or session_id in state.sessions:
+        while current is not None and current < session_id:
+            current = next(listed, None)
+        if session_id in (name, current):
             continue
         try:
             validate_session_id(session_id)
