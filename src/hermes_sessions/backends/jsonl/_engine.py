@@ -64,7 +64,7 @@ from hermes_sessions.backends.jsonl._lines import (
     require_checksums,
     truncate,
 )
-from hermes_sessions.backends.jsonl._migrate import migrate, needs_migration
+from hermes_sessions.backends.jsonl._migrate import migrate, needs_index, needs_migration
 from hermes_sessions.backends.jsonl._ondemand import load_transcript
 from hermes_sessions.backends.jsonl._session_records import (
     CHECKSUMS_SINCE,
@@ -178,6 +178,8 @@ class DirectoryEngine:
                 self.sync()
                 if needs_migration(self):
                     migrate(self)
+                elif needs_index(self):
+                    self.compact()
         except BaseException:
             self.close()  # no descriptor outlives a failed open
             raise

@@ -240,6 +240,10 @@ class Snapshot:
     """Every state scope's value at ``last_tx``."""
     summaries: dict[str, Summary] = attrs.Factory(dict)
     """The summary of each session that has one (its file need not be read to open)."""
+    keys: dict[str, tuple[str, ...]] = attrs.Factory(dict)
+    """The keys each session line lists as pointing at it (none in an older snapshot)."""
+    index: int = 0
+    """The header's ``index``: whether the snapshot may be read lazily."""
 
 
 EMPTY_SNAPSHOT: Final = Snapshot(0, [], {}, {})
@@ -278,7 +282,10 @@ def read_snapshot(path: Path) -> Snapshot | None:
     versions = {p.id: p.version for p in sessions}
     lines = {p.id: p.lines for p in sessions if p.lines is not None}
     summaries = {p.id: p.summary for p in sessions if p.summary is not None}
-    return Snapshot(header.last_tx, entries, leases, versions, lines, scopes, summaries)
+    keys = {p.id: p.keys for p in sessions if p.keys is not None}
+    return Snapshot(
+        header.last_tx, entries, leases, versions, lines, scopes, summaries, keys, header.index
+    )
 
 
 def _read_lines(file: BinaryIO, path: Path) -> tuple[SnapshotHeader, list[Parsed], bool]:
