@@ -211,6 +211,8 @@ class SessionMap(MutableMapping[str, SessionFile]):
         cached = SessionFile.summarised(found.summary, found.lines or 0, found.version)
         self.held[session_id] = cached
         self._clean[session_id] = (cached.version, cached.offset, cached.lines)
+        if len(self._clean) > 2 * self.bound:  # amortised: a scan of many reads stays bounded
+            self.trim()
         return cached
 
     def __getitem__(self, session_id: str) -> SessionFile:

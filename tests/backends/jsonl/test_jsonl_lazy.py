@@ -1,0 +1,218 @@
+"""Opening from a snapshot read lazily: line offsets at opening, each line decoded when needed."""
+
+from __future__ import annotations
+
+import pytest
+from jsonl_helpers import edit_lines, json_lines, signed
+
+from hermes_sessions.backends import JSONLBackend
+from hermes_sessions.backends.jsonl import _snapindex
+from hermes_sessions.exceptions import CorruptRecordError, TitleConflictError
+from hermes_sessions.models import SessionEntry
+from hermes_sessions.testing._support import T0, minutes, say, seed
+
+KEYS = [
+    "agent:main:telegram:dm:1",
+    'agent:main:x:dm:"quoted"',
+    "agent:main:x:dm:back\\slash",
+    "agent:main:x:dm:ünïcode",
+    "agent:main:x:dm:😀",
+    "agent:main:x:dm:tab\there",
+    "agent:main:a",
+    "agent:main:z",
+]
+
+
+def populate(directory, keys):
+    """A compacted directory with one session per key (``s0``, ``s1``, ...); closed again."""
+    with JSONLBackend(directory) as backend:
+        for n, key in enumerate(keys):
+            seed(backend, f"s{n}", key, say(f"hello number{n}"))
+        backend.compact()
+
+
+@pytest.fixture
+def decoded(monkeypatch):
+    """The snapshot lines decoded from now on (line numbers)."""
+    seen: list[int] = []
+    original = _snapindex.parse_snapshot_line
+
+    def counting(data, *, path, line):
+        seen.append(line)
+        return original(data, path=path, line=line)
+
+    monkeypatch.setattr(_snapindex, "parse_snapshot_line", counting)
+    return seen
+
+
+def test_opening_decodes_only_the_header(directory, decoded):
+    """Opening a compacted directory decodes the header line and no entry or session line."""
+    populate(directory, [f"agent:main:x:dm:{n}" for n in range(64)])
+    with JSONLBackend(directory) as backend:
+        assert decoded == [1]
+        assert backend.get_entry("agent:main:x:dm:17").session_id == "s17"
+        assert len(decoded) <= 1 + 8  # a binary search decodes the line it finds, once
+        assert backend._engine.state.sessions.base is not None
+
+
+def test_every_key_is_found_and_no_other(directory):
+    """Keys with quotes, backslashes, control characters or non-ASCII text are all found."""
+    populate(directory, KEYS)
+    with JSONLBackend(directory) as backend:
+        for n, key in enumerate(KEYS):
+            assert backend.get_entry(key).session_id == f"s{n}"
+            assert backend.get_session(f"s{n}").session_key == key
+        for missing in ("agent:main:b", "", "zzz", 'agent:main:x:dm:"', "agent:main:x:dm:😁"):
+            assert backend.get_entry(missing) is None
+        assert backend.get_session("s99") is None
+        assert [e.session_key for e in backend.entries()] == sorted(KEYS)
+
+
+def test_changes_after_the_snapshot_overlay_it(directory):
+    """Entries put, deleted and repointed after the snapshot win over it, before and after a
+    reopen and a compaction."""
+    populate(directory, KEYS[:4])
+    with JSONLBackend(directory) as backend:
+        first = backend.get_entry(KEYS[0])
+        backend.delete_entry(KEYS[1], expected_revision=backend.get_entry(KEYS[1]).revision)
+        moved = backend.get_entry(KEYS[2])
+        backend.put_entry(
+            SessionEntry(session_key=KEYS[2], session_id="s0", created_at=T0, updated_at=T0),
+            expected_revision=moved.revision,
+        )
+        backend.put_entry(
+            SessionEntry(
+                session_key="agent:main:new", session_id="s3", created_at=T0, updated_at=T0
+            ),
+            expected_revision=None,
+        )
+        expected = sorted([KEYS[0], KEYS[2], KEYS[3], "agent:main:new"])
+        for reopen in range(3):
+            assert [e.session_key for e in backend.entries()] == expected, reopen
+            assert backend.get_entry(KEYS[1]) is None
+            assert backend.get_entry(KEYS[0]) == first
+            assert [e.session_key for e in backend.entries(session_id="s0")] == [KEYS[0], KEYS[2]]
+            assert backend.entries(session_id="s2") == []
+            assert [e.session_key for e in backend.entries(session_id="s3")] == sorted(
+                ["agent:main:new", KEYS[3]]
+            )
+            backend.close()
+            if reopen == 1:
+                with JSONLBackend(directory) as compacting:
+                    compacting.compact()
+            backend = JSONLBackend(directory)
+        backend.close()
+
+
+def test_activity_moves_every_key_of_a_session(directory):
+    """An append touches every key pointing at the session, as the snapshot's session line
+    lists them."""
+    populate(directory, KEYS[:2])
+    with JSONLBackend(directory) as backend:
+        backend.put_entry(
+            SessionEntry(
+                session_key="agent:main:also", session_id="s0", created_at=T0, updated_at=T0
+            ),
+            expected_revision=None,
+        )
+        backend.compact()
+    with JSONLBackend(directory) as backend:
+        backend.append_messages("s0", [say("again")], touch_at=minutes(5))
+        assert {e.session_key: e.updated_at for e in backend.entries(session_id="s0")} == {
+            KEYS[0]: minutes(5),
+            "agent:main:also": minutes(5),
+        }
+        assert backend.get_entry(KEYS[1]).updated_at == T0
+
+
+def test_sessions_read_from_the_snapshot_are_dropped_beyond_the_bound(directory):
+    """Sessions decoded from the snapshot and unchanged do not stay in memory past the bound;
+    changed ones do."""
+    populate(directory, [f"agent:main:x:dm:{n}" for n in range(40)])
+    with JSONLBackend(directory, cache_sessions=2) as backend:
+        sessions = backend._engine.state.sessions
+        sessions.bound = 4
+        backend.append_messages("s0", [say("changed")])
+        for n in range(40):
+            assert backend.get_session(f"s{n}").id == f"s{n}"
+        backend.get_messages("s1")  # a transcript read trims
+        assert len(sessions.held) <= 2 * sessions.bound + 2
+        assert "s0" in sessions.held
+        assert backend.get_session("s0").message_count == 2
+        assert len(sessions) == 40
+
+
+def test_another_process_compacting_is_followed(directory):
+    """A reader on one snapshot follows another process's writes and compaction; transcripts it
+    holds of unchanged sessions are kept."""
+    populate(directory, KEYS[:3])
+    with JSONLBackend(directory) as reader, JSONLBackend(directory) as writer:
+        assert [m.content for m in reader.get_messages("s1")] == ["hello number1"]
+        held = reader._engine.state.sessions["s1"].loaded
+        writer.append_messages("s2", [say("more")], touch_at=minutes(3))
+        seed(writer, "s9", "agent:main:late", say("late"))
+        writer.delete_session("s0")
+        writer.compact()
+        assert reader.get_entry("agent:main:late").session_id == "s9"
+        assert reader.get_entry(KEYS[2]).updated_at == minutes(3)
+        assert [m.content for m in reader.get_messages("s2")] == ["hello number2", "more"]
+        assert reader.get_session("s0") is None
+        assert reader._engine.state.sessions["s1"].loaded is held
+        assert len(reader._engine.state.sessions) == 3
+
+
+def test_a_damaged_line_is_reported_when_it_is_read(directory):
+    """A snapshot line whose checksum fails is found when a call reads it, and by check()."""
+    keys = ["agent:main:a", "agent:main:b", "agent:main:c"]
+    populate(directory, keys)
+    snapshot = directory / "routing.jsonl"
+    data = snapshot.read_bytes()
+    at = data.index(b'"session_id":"s1"') + len('"session_id":"s')
+    snapshot.write_bytes(data[:at] + b"7" + data[at + 1 :])  # same length, checksum now wrong
+    with JSONLBackend(directory) as backend:
+        assert backend.get_entry(keys[0]).session_id == "s0"
+        with pytest.raises(CorruptRecordError, match="checksum"):
+            backend.get_entry(keys[1])
+        assert not backend.check().ok
+
+
+def test_an_older_snapshot_is_read_whole_and_given_an_index(directory, decoded):
+    """A snapshot written before the index opens (read whole), and opening adds the index."""
+    populate(directory, KEYS[:3])
+    snapshot = directory / "routing.jsonl"
+    lines = json_lines(snapshot)
+    for line in lines:
+        line.pop("index", None)
+        line.pop("keys", None)
+    snapshot.write_bytes(b"".join(signed(line) for line in lines))
+    with JSONLBackend(directory) as backend:
+        assert backend.get_entry(KEYS[1]).session_id == "s1"
+    assert json_lines(snapshot)[0]["index"] == 1
+    decoded.clear()
+    with JSONLBackend(directory) as backend:
+        assert decoded == [1]
+        assert backend.get_entry(KEYS[1]).session_id == "s1"
+
+
+def test_check_finds_session_keys_that_differ_from_the_entries(directory):
+    """check() reports a snapshot whose session line lists keys its entries do not hold."""
+    populate(directory, KEYS[:2])
+    edit_lines(directory / "routing.jsonl", b'"keys":["agent:main:telegram:dm:1"]', b'"keys":[]')
+    with JSONLBackend(directory) as backend:
+        report = backend.check()
+    assert any("keys differ" in problem.detail for problem in report.problems)
+
+
+def test_titles_and_children_are_found_among_sessions_not_decoded(directory):
+    """A title held by a session only in the snapshot is refused; deleting a parent that is
+    only in the snapshot orphans its children."""
+    with JSONLBackend(directory) as backend:
+        seed(backend, "p", "agent:main:p", say("parent"), title="Deploy notes", user_id="u")
+        seed(backend, "c", "agent:main:c", say("child"), parent_session_id="p", user_id="u")
+        seed(backend, "o", "agent:main:o", say("other"), user_id="u")
+        backend.compact()
+    with JSONLBackend(directory) as backend:
+        with pytest.raises(TitleConflictError):
+            backend.update_session("o", values={"title": "Deploy notes"})
+        assert backend.delete_session("p")
+        assert backend.get_session("c").parent_session_id is None
