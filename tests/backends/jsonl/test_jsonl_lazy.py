@@ -69,8 +69,7 @@ def test_every_key_is_found_and_no_other(directory):
 
 
 def test_changes_after_the_snapshot_overlay_it(directory):
-    """Entries put, deleted and repointed after the snapshot win over it, before and after a
-    reopen and a compaction."""
+    """Entries put, deleted and repointed after the snapshot win over it, reopened or compacted."""
     populate(directory, KEYS[:4])
     with JSONLBackend(directory) as backend:
         first = backend.get_entry(KEYS[0])
@@ -86,27 +85,29 @@ def test_changes_after_the_snapshot_overlay_it(directory):
             ),
             expected_revision=None,
         )
-        expected = sorted([KEYS[0], KEYS[2], KEYS[3], "agent:main:new"])
-        for reopen in range(3):
-            assert [e.session_key for e in backend.entries()] == expected, reopen
-            assert backend.get_entry(KEYS[1]) is None
-            assert backend.get_entry(KEYS[0]) == first
-            assert [e.session_key for e in backend.entries(session_id="s0")] == [KEYS[0], KEYS[2]]
-            assert backend.entries(session_id="s2") == []
-            assert [e.session_key for e in backend.entries(session_id="s3")] == sorted(
-                ["agent:main:new", KEYS[3]]
-            )
-            backend.close()
-            if reopen == 1:
-                with JSONLBackend(directory) as compacting:
-                    compacting.compact()
-            backend = JSONLBackend(directory)
-        backend.close()
+        assert_overlaid(backend, first)
+    with JSONLBackend(directory) as backend:  # the journal replayed on the snapshot
+        assert_overlaid(backend, first)
+        backend.compact()
+    with JSONLBackend(directory) as backend:  # all in the snapshot
+        assert_overlaid(backend, first)
+
+
+def assert_overlaid(backend, first):
+    """What test_changes_after_the_snapshot_overlay_it expects to read."""
+    expected = sorted([KEYS[0], KEYS[2], KEYS[3], "agent:main:new"])
+    assert [e.session_key for e in backend.entries()] == expected
+    assert backend.get_entry(KEYS[1]) is None
+    assert backend.get_entry(KEYS[0]) == first
+    assert [e.session_key for e in backend.entries(session_id="s0")] == [KEYS[0], KEYS[2]]
+    assert backend.entries(session_id="s2") == []
+    assert [e.session_key for e in backend.entries(session_id="s3")] == sorted(
+        ["agent:main:new", KEYS[3]]
+    )
 
 
 def test_activity_moves_every_key_of_a_session(directory):
-    """An append touches every key pointing at the session, as the snapshot's session line
-    lists them."""
+    """An append touches every key pointing at the session, as its snapshot line lists them."""
     populate(directory, KEYS[:2])
     with JSONLBackend(directory) as backend:
         backend.put_entry(
@@ -126,8 +127,7 @@ def test_activity_moves_every_key_of_a_session(directory):
 
 
 def test_sessions_read_from_the_snapshot_are_dropped_beyond_the_bound(directory):
-    """Sessions decoded from the snapshot and unchanged do not stay in memory past the bound;
-    changed ones do."""
+    """Unchanged sessions decoded from the snapshot leave memory past the bound; changed ones stay."""
     populate(directory, [f"agent:main:x:dm:{n}" for n in range(40)])
     with JSONLBackend(directory, cache_sessions=2) as backend:
         sessions = backend._engine.state.sessions
@@ -143,8 +143,7 @@ def test_sessions_read_from_the_snapshot_are_dropped_beyond_the_bound(directory)
 
 
 def test_another_process_compacting_is_followed(directory):
-    """A reader on one snapshot follows another process's writes and compaction; transcripts it
-    holds of unchanged sessions are kept."""
+    """A reader follows another process's writes and compaction, keeping unchanged transcripts."""
     populate(directory, KEYS[:3])
     with JSONLBackend(directory) as reader, JSONLBackend(directory) as writer:
         assert [m.content for m in reader.get_messages("s1")] == ["hello number1"]
@@ -204,8 +203,7 @@ def test_check_finds_session_keys_that_differ_from_the_entries(directory):
 
 
 def test_titles_and_children_are_found_among_sessions_not_decoded(directory):
-    """A title held by a session only in the snapshot is refused; deleting a parent that is
-    only in the snapshot orphans its children."""
+    """Titles and children of sessions known only from the snapshot are found."""
     with JSONLBackend(directory) as backend:
         seed(backend, "p", "agent:main:p", say("parent"), title="Deploy notes", user_id="u")
         seed(backend, "c", "agent:main:c", say("child"), parent_session_id="p", user_id="u")
