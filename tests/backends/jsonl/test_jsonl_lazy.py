@@ -127,7 +127,7 @@ def test_activity_moves_every_key_of_a_session(directory):
 
 
 def test_sessions_read_from_the_snapshot_are_dropped_beyond_the_bound(directory):
-    """Unchanged sessions decoded from the snapshot leave memory past the bound; changed ones stay."""
+    """Unchanged sessions decoded from the snapshot leave memory past a bound; changed ones stay."""
     populate(directory, [f"agent:main:x:dm:{n}" for n in range(40)])
     with JSONLBackend(directory, cache_sessions=2) as backend:
         sessions = backend._engine.state.sessions
