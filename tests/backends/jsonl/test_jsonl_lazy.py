@@ -9,6 +9,7 @@ from hermes_sessions.backends import JSONLBackend
 from hermes_sessions.backends.jsonl import _snapindex
 from hermes_sessions.exceptions import CorruptRecordError, TitleConflictError
 from hermes_sessions.models import SessionEntry
+from hermes_sessions.queries import SearchQuery
 from hermes_sessions.testing._support import T0, minutes, say, seed
 
 KEYS = [
@@ -214,3 +215,32 @@ def test_titles_and_children_are_found_among_sessions_not_decoded(directory):
             backend.update_session("o", values={"title": "Deploy notes"})
         assert backend.delete_session("p")
         assert backend.get_session("c").parent_session_id is None
+
+
+def test_search_keeps_no_transcript_beyond_the_bound(directory):
+    """The first search reads every file, yet the cache holds no more transcripts than before."""
+    populate(directory, [f"agent:main:x:dm:{n}" for n in range(20)])
+    with JSONLBackend(directory, cache_sessions=2) as backend:
+        hits = backend.search(SearchQuery(text="hello", limit=50))
+        assert {hit.message.session_id for hit in hits} == {f"s{n}" for n in range(20)}
+        assert backend._engine.state.held <= 2
+        assert [h.message.session_id for h in backend.search(SearchQuery(text="number7"))] == ["s7"]
+        assert backend._engine.state.held <= 2
+
+
+def test_search_follows_files_changed_while_their_transcripts_were_dropped(directory):
+    """Sessions rewritten or deleted by another process leave the reader's index, held or not."""
+    populate(directory, [f"agent:main:x:dm:{n}" for n in range(6)])
+    with (
+        JSONLBackend(directory, cache_sessions=1) as reader,
+        JSONLBackend(directory) as writer,
+    ):
+        assert len(reader.search(SearchQuery(text="hello", limit=50))) == 6
+        writer.replace_messages("s2", [say("zebra crossing")])
+        writer.delete_session("s4")
+        assert reader.search(SearchQuery(text="number2")) == []
+        assert reader.search(SearchQuery(text="number4")) == []
+        assert [h.message.session_id for h in reader.search(SearchQuery(text="zebra"))] == ["s2"]
+        assert len(reader.search(SearchQuery(text="hello", limit=50))) == 4
+        writer.compact()  # the reader starts over from the new snapshot, the index too
+        assert len(reader.search(SearchQuery(text="hello", limit=50))) == 4

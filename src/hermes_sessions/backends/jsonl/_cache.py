@@ -34,6 +34,7 @@ from hermes_sessions.backends.jsonl._journal import (
     Write,
 )
 from hermes_sessions.backends.jsonl._lines import Chunk, Line, read_chunk, require_checksums
+from hermes_sessions.backends.jsonl._search import SearchIndex
 from hermes_sessions.backends.jsonl._session_records import (
     CHECKSUMS_SINCE,
     REVISING,
@@ -50,7 +51,7 @@ from hermes_sessions.backends.jsonl._session_records import (
 )
 from hermes_sessions.backends.jsonl._snapshot import Summary
 from hermes_sessions.backends.jsonl._tables import RoutingTable, SessionFile, SessionMap
-from hermes_sessions.backends.memtables import EntryTable, MessageIndex, Transcript
+from hermes_sessions.backends.memtables import EntryTable, Transcript
 from hermes_sessions.backends.rules import apply_update, missing_session, session_scope
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.models import JSONObject
@@ -253,13 +254,13 @@ class State:
 
     Transcripts are read on demand (:meth:`transcript`, through ``loader``) and the least
     recently used are dropped once more than ``cache_sessions`` are held. The search index is
-    built on the first search (:meth:`enable_search`); from then on every transcript is held.
+    built on the first search (:meth:`enable_search`) and kept exact from then on.
     """
 
     table: EntryTable = attrs.Factory(RoutingTable)
     sessions: SessionMap = attrs.Factory(SessionMap)
     leases: dict[str, tuple[str, datetime]] = attrs.Factory(dict)
-    index: MessageIndex = attrs.Factory(MessageIndex)
+    index: SearchIndex = attrs.Factory(SearchIndex)
     scopes: dict[str, JSONObject] = attrs.Factory(dict)
     """Every state scope that holds a value (scope id -> value; an emptied scope is absent)."""
     last_tx: int = 0
@@ -271,7 +272,7 @@ class State:
     loader: Callable[[str], Transcript] | None = None
     """Reads the transcript of a cached session (the engine's on-demand read)."""
     searching: bool = False
-    """Whether the search index is built (then every transcript is held and indexed)."""
+    """Whether the search index is built (then every message is indexed, :mod:`._search`)."""
     _recent: OrderedDict[str, None] = attrs.Factory(OrderedDict)
 
     def transcript(self, session_id: str) -> Transcript:
@@ -300,7 +301,7 @@ class State:
     def trim(self) -> None:
         """Drop the least recently used transcripts beyond the bound."""
         bound = self.cache_sessions
-        if bound is None or self.searching:
+        if bound is None:
             return
         self.sessions.trim()
         while len(self._recent) > max(bound, 1):
@@ -326,22 +327,18 @@ class State:
         return len(self._recent)
 
     def enable_search(self) -> None:
-        """Build the search index over every message (each file is read once)."""
+        """Build the search index over every message (each file is read once, none kept)."""
         if self.searching:
             return
-        self.searching = True  # no transcript is dropped from here on
+        self.searching = True  # catching up keeps the index exact from here on
         try:
             for session_id in list(self.sessions):
                 if session_id in self.sessions:
-                    self.transcript(session_id)
+                    self.index.add_all(self.transcript(session_id))
         except BaseException:
             self.searching = False
-            self.trim()
+            self.index = SearchIndex()
             raise
-        for cached in self.sessions.values():
-            assert cached.loaded is not None  # noqa: S101  # read just above
-            for message in cached.loaded.messages.values():
-                self.index.add(message)
 
 
 Kind = Literal["tail", "reload", "drop", "summary"]

@@ -22,6 +22,7 @@ from hermes_sessions.backends.jsonl._cache import (
     touched_sessions,
 )
 from hermes_sessions.backends.jsonl._journal import Plan, Void
+from hermes_sessions.backends.jsonl._search import SearchIndex
 from hermes_sessions.backends.jsonl._snapshot import Summary
 from hermes_sessions.backends.jsonl._tables import RoutingTable, SessionMap
 from hermes_sessions.backends.jsonl._verify import missing_file
@@ -72,11 +73,9 @@ def install_index(state: State, index: SnapshotIndex) -> None:
         found = index.session(session_id) if cached.loaded is not None else None
         if found is not None and found.version == cached.version:
             kept[session_id] = cached
-    if state.searching:
-        for session_id, cached in old.held.items():
-            if session_id not in kept and cached.loaded is not None:
-                for message_id in cached.loaded.messages:
-                    state.index.remove(session_id, message_id)
+    if state.searching:  # built again by the next search, from the new snapshot's sessions
+        state.searching = False
+        state.index = SearchIndex()
     for session_id in list(old.held):
         if session_id not in kept:
             state.forget(session_id)
@@ -164,10 +163,9 @@ def _extend(state: State, old: SessionFile | None, change: Tail) -> None:
         old.newest_tx = change.parsed[-1][1].tx
 
 
-def _forget(state: State, session_id: str, old: SessionFile) -> None:
-    if old.loaded is not None and state.searching:
-        for message_id in old.loaded.messages:
-            state.index.remove(session_id, message_id)
+def _forget(state: State, session_id: str) -> None:
+    if state.searching:
+        state.index.drop(session_id)
     state.forget(session_id)
     del state.sessions[session_id]
 
@@ -178,7 +176,7 @@ def _install(state: State, session_id: str, change: Change, base: Snapshot | Non
         _extend(state, old, change)
         return
     if old is not None:
-        _forget(state, session_id, old)
+        _forget(state, session_id)
     if isinstance(change, Summary):
         assert base is not None  # noqa: S101  # summaries come with a snapshot
         lines = base.lines.get(session_id, 0)
@@ -194,6 +192,5 @@ def _install(state: State, session_id: str, change: Change, base: Snapshot | Non
         state.sessions[session_id] = fresh
         assert fresh.loaded is not None  # noqa: S101  # read whole
         if state.searching:
-            for message in fresh.loaded.messages.values():
-                state.index.add(message)
+            state.index.add_all(fresh.loaded)
         state.hold(session_id, trim=False)
