@@ -244,3 +244,19 @@ def test_search_follows_files_changed_while_their_transcripts_were_dropped(direc
         assert len(reader.search(SearchQuery(text="hello", limit=50))) == 4
         writer.compact()  # the reader starts over from the new snapshot, the index too
         assert len(reader.search(SearchQuery(text="hello", limit=50))) == 4
+
+
+def test_a_session_file_the_lazy_index_does_not_list_is_refused(directory):
+    """Opening from an index still refuses a session file it does not list, or deleted since."""
+    populate(directory, KEYS[:3])
+    sessions = directory / "sessions"
+    (sessions / "s9.jsonl").write_bytes((sessions / "s1.jsonl").read_bytes())
+    with pytest.raises(CorruptRecordError, match="not in the index"):
+        JSONLBackend(directory)
+    (sessions / "s9.jsonl").unlink()
+    with JSONLBackend(directory) as backend:
+        kept = (sessions / "s0.jsonl").read_bytes()
+        backend.delete_session("s0")
+    (sessions / "s0.jsonl").write_bytes(kept)
+    with pytest.raises(CorruptRecordError, match="not in the index"):
+        JSONLBackend(directory)

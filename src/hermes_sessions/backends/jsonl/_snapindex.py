@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from array import array
 from collections import OrderedDict
 from datetime import datetime
@@ -45,6 +46,12 @@ _CHUNK: Final = 1 << 20
 
 _CACHED: Final = 4096
 """Decoded lines of each section kept (entries, sessions)."""
+
+_PROBED: Final = 8192
+"""Keys of probed lines kept: the levels of the search every lookup passes through."""
+
+_SESSION_ID: Final = re.compile(rb'^\{"type":"session","id":"([^"\\\n]*)"', re.MULTILINE)
+"""A session line's id, when it holds no escape (ids are plain: ``validate_session_id``)."""
 
 _ENTRY_PREFIX: Final = b'{"type":"entry","entry":{"session_key":"'
 _SESSION_PREFIX: Final = b'{"type":"session","id":"'
@@ -79,6 +86,8 @@ class SnapshotIndex:
     """Where each line starts; one more item: where the last line ends."""
     _entries: OrderedDict[str, SessionEntry | None] = attrs.Factory(OrderedDict)
     _sessions: OrderedDict[str, SnapshotSession | None] = attrs.Factory(OrderedDict)
+    _probed: dict[int, str] = attrs.Factory(dict)
+    """The key or id of lines binary searches passed through (at most ``_PROBED``)."""
 
     @property
     def last_tx(self) -> int:
@@ -120,8 +129,8 @@ class SnapshotIndex:
             )
         return data[:-1]
 
-    def _lines(self, lines: range) -> Iterator[tuple[int, bytes]]:
-        """The raw lines of a section, in order, read a chunk at a time."""
+    def _chunks(self, lines: range) -> Iterator[tuple[int, int, bytes]]:
+        """The bytes of a section's lines, a chunk of whole lines at a time: (first, stop, data)."""
         index = lines.start
         while index < lines.stop:
             stop = index + 1
@@ -131,10 +140,15 @@ class SnapshotIndex:
             data = os.pread(self._fd, self._starts[stop] - start, start)
             if len(data) != self._starts[stop] - start:
                 raise CorruptRecordError("the snapshot changed while it was open", path=self.path)
+            yield index, stop, data
+            index = stop
+
+    def _lines(self, lines: range) -> Iterator[tuple[int, bytes]]:
+        """The raw lines of a section, in order (without their newlines)."""
+        for index, stop, data in self._chunks(lines):
             parts = data.split(b"\n")
             for offset, raw in enumerate(parts[: stop - index]):
                 yield index + offset, raw
-            index = stop
 
     def _decode(self, index: int, raw: bytes) -> object:
         data, checked = parse_line(raw, path=self.path, number=index + 1)
@@ -170,9 +184,14 @@ class SnapshotIndex:
     def _find(self, lines: range, wanted: str, key: Callable[[int, bytes], str]) -> int | None:
         """Binary search of a sorted section; the line holding ``wanted`` (or ``None``)."""
         low, high = lines.start, lines.stop
+        probed = self._probed
         while low < high:
             middle = (low + high) // 2
-            found = key(middle, self._raw(middle))
+            found = probed.get(middle)
+            if found is None:
+                found = key(middle, self._raw(middle))
+                if len(probed) < _PROBED:  # the first come first: the top of the search tree
+                    probed[middle] = found
             if found == wanted:
                 return middle
             if found < wanted:
@@ -234,6 +253,19 @@ class SnapshotIndex:
                 raise CorruptRecordError(
                     "a lease or state line expected", path=self.path, line=number + 1
                 )
+
+    def discard_ids(self, ids: set[bytes]) -> None:
+        """Take every session id of the snapshot out of ``ids`` (raw ids, in bulk).
+
+        Opening checks the session files against the ids this way, never holding them all.
+        """
+        count = 0
+        for _, _, data in self._chunks(self._session_lines()):
+            found = _SESSION_ID.findall(data)
+            count += len(found)
+            ids.difference_update(found)
+        if count != self.header.sessions:  # an id written escaped: take them one by one
+            ids.difference_update(session_id.encode() for session_id in self.session_ids())
 
     def session_ids(self) -> Iterator[str]:
         """Every session id, in order (taken from the raw lines)."""

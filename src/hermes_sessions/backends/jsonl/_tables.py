@@ -14,6 +14,7 @@ are held, so memory follows what the process uses, not the size of the directory
 
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
@@ -256,14 +257,25 @@ class SessionMap(MutableMapping[str, SessionFile]):
 
     def __iter__(self) -> Iterator[str]:
         """Every id in order (the snapshot's from the raw lines: nothing is decoded)."""
-        return iter(self.sorted_ids())
+        return self.sorted_ids()
 
-    def sorted_ids(self) -> list[str]:
-        """Every session id, sorted."""
-        ids = set(self.held)
+    def sorted_ids(self) -> Iterator[str]:
+        """Every session id, sorted, streamed (the snapshot's ids are never all in memory)."""
+        base = () if self.base is None else self.base.session_ids()
+        listed = (i for i in base if i not in self.removed)
+        previous = None
+        for session_id in heapq.merge(listed, sorted(self.held)):
+            if session_id != previous:
+                yield session_id
+            previous = session_id
+
+    def unlisted(self, names: set[bytes]) -> set[str]:
+        """Of the raw session ids ``names``, those this map does not hold (``names`` is used up)."""
+        gone = {r for r in self.removed if r.encode() in names}  # deleted since: listed no more
         if self.base is not None:
-            ids.update(i for i in self.base.session_ids() if i not in self.removed)
-        return sorted(ids)
+            self.base.discard_ids(names)
+        unknown = {name.decode(errors="replace") for name in names} | gone
+        return unknown - self.held.keys()
 
     def files(self, containing: bytes | None = None) -> Iterator[SessionFile]:
         """Every session, held or decoded for the scan only (not kept); see ``containing``.

@@ -134,14 +134,11 @@ def cross_check(state: State, sessions_dir: Path) -> None:
     over on top of their transcripts.
     """
     directory = sessions_dir.parent
-    listed = iter(state.sessions.sorted_ids())
-    current = next(listed, None)
-    for name in sorted(entry.name for entry in os.scandir(sessions_dir)):
-        session_id = name.removesuffix(".jsonl")
-        while current is not None and current < session_id:
-            current = next(listed, None)
-        if session_id in (name, current):
-            continue
+    with os.scandir(os.fsencode(sessions_dir)) as found:
+        names = {entry.name[:-6] for entry in found if entry.name.endswith(b".jsonl")}
+    unknown = state.sessions.unlisted(names)
+    for session_id in sorted(unknown):
+        name = f"{session_id}.jsonl"
         try:
             validate_session_id(session_id)
         except ValueError:
