@@ -195,15 +195,15 @@ def measure(
         tracemalloc.stop()
     backend, seconds = opened(directory, baseline=baseline)
     try:
+        flat = float("nan")
+        if not baseline:  # right after opening both, before anything else
+            with JSONLBackend(reference) as small:
+                paired = rng.sample(range(count), sample)
+                flat = paired_turns(backend, small, paired, rng.sample(range(REFERENCE), sample))
         keys = rng.sample(range(count), sample)
         cold = turns(backend, keys, clock)
         warm = turns(backend, keys, clock)
         first, later, hits = searches(backend, 9)
-        flat = float("nan")
-        if not baseline:
-            with JSONLBackend(reference) as small:
-                again = rng.sample(range(count), sample)
-                flat = paired_turns(backend, small, again, rng.sample(range(REFERENCE), sample))
     finally:
         backend.close()
     return {
