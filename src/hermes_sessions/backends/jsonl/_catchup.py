@@ -83,7 +83,7 @@ def install_index(state: State, index: SnapshotIndex) -> None:
     state.table = RoutingTable(base=index)
     state.sessions = SessionMap(index, bound=old.bound)
     for session_id, cached in kept.items():
-        state.sessions.held[session_id] = cached
+        state.sessions.keep(session_id, cached)
     state.leases = dict(index.leases)
     state.scopes = dict(index.scopes)
     state.last_tx = index.last_tx

@@ -216,6 +216,11 @@ class SessionMap(MutableMapping[str, SessionFile]):
             self.trim()
         return cached
 
+    def keep(self, session_id: str, cached: SessionFile) -> None:
+        """Hold a session carried over from the snapshot before (its file unchanged since)."""
+        self.held[session_id] = cached
+        self._clean[session_id] = (cached.version, cached.offset, cached.lines)
+
     def __getitem__(self, session_id: str) -> SessionFile:
         cached = self.held.get(session_id)
         if cached is None:
