@@ -181,6 +181,7 @@ def measure(
     """Every figure of one way of opening."""
     rng = random.Random(20260501)
     clock = [0 if baseline else 10_000_000]
+    compacted(directory)
     gc.collect()
     tracemalloc.start()  # tracing slows everything down: the times are taken without, below
     try:
@@ -193,6 +194,7 @@ def measure(
             traced.close()
     finally:
         tracemalloc.stop()
+    compacted(directory)
     backend, seconds = opened(directory, baseline=baseline)
     try:
         flat = float("nan")
@@ -206,8 +208,11 @@ def measure(
         first, later, hits = searches(backend, 9)
     finally:
         backend.close()
+    backend, reopen = opened(directory, baseline=baseline)  # the journal of those turns replayed
+    backend.close()
     return {
         "open s": seconds,
+        "reopen s": reopen,
         "open MB": peak,
         "turns/s cold": cold,
         "turns/s warm": warm,
@@ -225,6 +230,12 @@ REFERENCE = 1_000
 TARGETS = (("open s", 1.0, "open in under 1 s"), ("open MB", 50.0, "open in under 50 MB"))
 FLAT = 0.8
 """The least turn rate, as a fraction of the reference home's, that counts as flat."""
+
+
+def compacted(home: Path) -> None:
+    """Compact ``home`` (an open measures the snapshot; "reopen s" adds the journal since)."""
+    with JSONLBackend(home) as backend:
+        backend.compact()
 
 
 def ready(home: Path, count: int) -> float:
@@ -266,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             old = measure(home, count, sample, baseline=True, reference=reference)
             new = measure(home, count, sample, baseline=False, reference=reference)
             rounds.append((new, old))
+            done = ", ".join(f"{k} {v:,.3f} / {old[k]:,.3f}" for k, v in new.items())
+            print(f"round {len(rounds)} (on demand / baseline): {done}", flush=True)
         flat = statistics.median(new["turns flat"] for new, _ in rounds)
         for pair in rounds:
             for figures in pair:
@@ -280,7 +293,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "baseline: the full-load path (every file read at opening, the index built); "
             f"turns on {sample} random keys, cold = right after opening, warm = same keys again; "
-            "MB after search: tracemalloc, current, after the first search and one more"
+            "MB after search: tracemalloc, current, after the first search and one more; "
+            "open s: a compacted home; reopen s: right after those turns (their journal "
+            "replayed, each session it names read)"
         )
         print(
             f"turns flat: turns/s here / on a {REFERENCE:,}-session home, on demand, one turn "
