@@ -152,14 +152,17 @@ def paired_turns(
 ) -> float:
     """This home's turn rate over the reference's, one turn on each in turn.
 
-    Both are measured in the same moments, so the machine's load cancels out.
+    Both are measured in the same moments, so the machine's load cancels out; the medians of
+    the turn times are compared, so a stall of the machine (another process's fsync) during
+    one turn does not decide it.
     """
     clock = [30_000_000]
-    here = there = 0.0
+    here: list[float] = []
+    there: list[float] = []
     for n, m in zip(keys, ref_keys, strict=True):
-        here += turn(backend, n, clock)
-        there += turn(reference, m, clock)
-    return there / here
+        here.append(turn(backend, n, clock))
+        there.append(turn(reference, m, clock))
+    return statistics.median(there) / statistics.median(here)
 
 
 def searches(backend: JSONLBackend, count: int) -> tuple[float, float, int]:
@@ -298,8 +301,9 @@ def main(argv: list[str] | None = None) -> int:
             "replayed, each session it names read)"
         )
         print(
-            f"turns flat: turns/s here / on a {REFERENCE:,}-session home, on demand, one turn "
-            f"on each in turn ({sample} random keys each, median of {len(rounds)} rounds): "
+            f"turns flat: turn rate here / on a {REFERENCE:,}-session home, on demand, one turn "
+            f"on each in turn ({sample} random keys each, medians of the turn times; median of "
+            f"{len(rounds)} rounds): "
             f"{flat:.2f}"
         )
         report_targets(new, count, flat)
