@@ -120,8 +120,9 @@ def test_a_snapshot_without_summaries_opens_and_compaction_adds_them(directory, 
     snapshot = directory / "routing.jsonl"
     lines = json_lines(snapshot)
     for line in lines:
+        line.pop("index", None)  # written since: an older snapshot is read whole
         if line["type"] == "session":
-            for field in ("record", "next_id", "preview", "bytes"):
+            for field in ("record", "next_id", "preview", "bytes", "keys"):
                 line.pop(field, None)
     snapshot.write_bytes(b"".join(signed(line) for line in lines))
     reads.clear()

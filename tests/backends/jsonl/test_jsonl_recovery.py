@@ -9,6 +9,7 @@ from jsonl_helpers import KEY, json_lines, rotation, session_file
 
 from hermes_sessions.backends import JSONLBackend
 from hermes_sessions.backends.jsonl import _cache as _jsonl_cache
+from hermes_sessions.backends.jsonl import _catchup as _jsonl_catchup
 from hermes_sessions.backends.jsonl import _engine as _jsonl_engine
 from hermes_sessions.exceptions import StorageError
 from hermes_sessions.testing._support import T0, minutes, record, say, seed
@@ -157,10 +158,10 @@ def test_catch_up_reads_only_what_changed(backend, directory, monkeypatch):
         backend.append_messages("s7", [say("new")], touch_at=minutes(1))
         tails, loads = [], []
         monkeypatch.setattr(
-            _jsonl_engine, "read_tail", lambda *a: tails.append(a[2]) or _jsonl_cache.read_tail(*a)
+            _jsonl_catchup, "read_tail", lambda *a: tails.append(a[2]) or _jsonl_cache.read_tail(*a)
         )
         monkeypatch.setattr(
-            _jsonl_engine,
+            _jsonl_catchup,
             "load_session",
             lambda *a: loads.append(a[1]) or _jsonl_cache.load_session(*a),
         )

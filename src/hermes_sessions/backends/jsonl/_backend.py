@@ -224,7 +224,9 @@ class JSONLBackend(ClosesOnExit):
                 raise missing_session(entry.session_id)
             stored = attrs.evolve(entry, revision=(expected_revision or 0) + 1)
             self._engine.log(Put(self._engine.next_tx, stored))
-            return self._engine.state.table.entries[entry.session_key]
+            stored_entry = self._engine.state.table.get(entry.session_key)
+            assert stored_entry is not None  # noqa: S101  # just written
+            return stored_entry
 
     @_wrapped
     def delete_entry(self, key: str, *, expected_revision: int) -> None:
@@ -319,9 +321,10 @@ class JSONLBackend(ClosesOnExit):
         with self._engine.writing() as state:
             if session_id not in state.sessions:
                 return False
+            parent = f'"parent_session_id":"{session_id}"'.encode()
             children = sorted(
-                child
-                for child, cached in state.sessions.items()
+                cached.record.id
+                for cached in state.sessions.files(containing=parent)
                 if cached.record.parent_session_id == session_id
             )
             self._engine.remove(Remove(self._engine.next_tx, session_id, tuple(children)))

@@ -14,7 +14,7 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 
@@ -34,6 +34,7 @@ from hermes_sessions.backends.jsonl._journal import (
     Write,
 )
 from hermes_sessions.backends.jsonl._lines import Chunk, Line, read_chunk, require_checksums
+from hermes_sessions.backends.jsonl._search import SearchIndex
 from hermes_sessions.backends.jsonl._session_records import (
     CHECKSUMS_SINCE,
     REVISING,
@@ -49,10 +50,11 @@ from hermes_sessions.backends.jsonl._session_records import (
     parse_session_line,
 )
 from hermes_sessions.backends.jsonl._snapshot import Summary
-from hermes_sessions.backends.memtables import EntryTable, MessageIndex, Transcript
+from hermes_sessions.backends.jsonl._tables import RoutingTable, SessionFile, SessionMap
+from hermes_sessions.backends.memtables import EntryTable, Transcript
 from hermes_sessions.backends.rules import apply_update, missing_session, session_scope
 from hermes_sessions.exceptions import CorruptRecordError
-from hermes_sessions.models import JSONObject, SessionRecord
+from hermes_sessions.models import JSONObject
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -78,74 +80,6 @@ __all__ = [
 ]
 
 Parsed = tuple[Line, SessionLine]
-
-
-@attrs.define(eq=False)
-class SessionFile:
-    """One session as cached: its summary, how far its file was read, and its version.
-
-    ``loaded`` is the whole transcript while it is in the cache (read on demand, dropped when
-    the cache is full); the summary — record, next message id, listing preview — is always
-    here, so routing and listing never read the file. ``version`` is the transaction of the
-    last journal record that changed the file; processes compare it with the snapshot's to
-    find the files that changed while they were not looking.
-    """
-
-    summary_record: SessionRecord
-    """The record while the transcript is not loaded (:attr:`record` is always current)."""
-    summary_next_id: int
-    summary_preview: str | None
-    offset: int
-    """Bytes read: the end of the last complete line."""
-    lines: int
-    """Lines read (the number of the last complete line)."""
-    newest_tx: int = 0
-    """The transaction of the last line read (opening checks it against the journal)."""
-    checksums: bool = True
-    """Whether every line carries a checksum (format 2; a format 1 file awaits migration)."""
-    version: int = 0
-    loaded: Transcript | None = None
-
-    @classmethod
-    def of(cls, transcript: Transcript, offset: int, lines: int, **kwargs: Any) -> SessionFile:
-        """A cached file whose transcript is loaded."""
-        return cls(
-            transcript.record, transcript.next_id, None, offset, lines, loaded=transcript, **kwargs
-        )
-
-    @classmethod
-    def summarised(cls, summary: Summary, lines: int, version: int) -> SessionFile:
-        """A cached file known from its snapshot summary only (nothing read)."""
-        return cls(
-            summary.record, summary.next_id, summary.preview, summary.size, lines, version=version
-        )
-
-    @property
-    def record(self) -> SessionRecord:
-        """The session's record, exact as of the last catch-up."""
-        return self.summary_record if self.loaded is None else self.loaded.record
-
-    @property
-    def next_id(self) -> int:
-        """The next message id."""
-        return self.summary_next_id if self.loaded is None else self.loaded.next_id
-
-    @property
-    def preview(self) -> str | None:
-        """The listing preview (the first active user message, shortened)."""
-        return self.summary_preview if self.loaded is None else self.loaded.preview()
-
-    def summary(self) -> Summary:
-        """What the snapshot keeps of the session."""
-        return Summary(self.record, self.next_id, self.preview, self.offset)
-
-    def unload(self) -> None:
-        """Drop the transcript, keeping the summary."""
-        if self.loaded is not None:
-            self.summary_record = self.loaded.record
-            self.summary_next_id = self.loaded.next_id
-            self.summary_preview = self.loaded.preview()
-            self.loaded = None
 
 
 @attrs.frozen
@@ -320,13 +254,13 @@ class State:
 
     Transcripts are read on demand (:meth:`transcript`, through ``loader``) and the least
     recently used are dropped once more than ``cache_sessions`` are held. The search index is
-    built on the first search (:meth:`enable_search`); from then on every transcript is held.
+    built on the first search (:meth:`enable_search`) and kept exact from then on.
     """
 
-    table: EntryTable = attrs.Factory(EntryTable)
-    sessions: dict[str, SessionFile] = attrs.Factory(dict)
+    table: EntryTable = attrs.Factory(RoutingTable)
+    sessions: SessionMap = attrs.Factory(SessionMap)
     leases: dict[str, tuple[str, datetime]] = attrs.Factory(dict)
-    index: MessageIndex = attrs.Factory(MessageIndex)
+    index: SearchIndex = attrs.Factory(SearchIndex)
     scopes: dict[str, JSONObject] = attrs.Factory(dict)
     """Every state scope that holds a value (scope id -> value; an emptied scope is absent)."""
     last_tx: int = 0
@@ -338,7 +272,7 @@ class State:
     loader: Callable[[str], Transcript] | None = None
     """Reads the transcript of a cached session (the engine's on-demand read)."""
     searching: bool = False
-    """Whether the search index is built (then every transcript is held and indexed)."""
+    """Whether the search index is built (then every message is indexed, :mod:`._search`)."""
     _recent: OrderedDict[str, None] = attrs.Factory(OrderedDict)
 
     def transcript(self, session_id: str) -> Transcript:
@@ -367,13 +301,21 @@ class State:
     def trim(self) -> None:
         """Drop the least recently used transcripts beyond the bound."""
         bound = self.cache_sessions
-        if bound is None or self.searching:
+        if bound is None:
             return
+        self.sessions.trim()
         while len(self._recent) > max(bound, 1):
             oldest, _ = self._recent.popitem(last=False)
             cached = self.sessions.get(oldest)
             if cached is not None:
                 cached.unload()
+
+    def close(self) -> None:
+        """Close the snapshot the entries and sessions are read from (if any)."""
+        table = self.table.base if isinstance(self.table, RoutingTable) else None
+        for base in {self.sessions.base, table}:
+            if base is not None:
+                base.close()
 
     def forget(self, session_id: str) -> None:
         """The session left the cache (deleted, or replaced by a fresh read)."""
@@ -385,22 +327,18 @@ class State:
         return len(self._recent)
 
     def enable_search(self) -> None:
-        """Build the search index over every message (each file is read once)."""
+        """Build the search index over every message (each file is read once, none kept)."""
         if self.searching:
             return
-        self.searching = True  # no transcript is dropped from here on
+        self.searching = True  # catching up keeps the index exact from here on
         try:
             for session_id in list(self.sessions):
                 if session_id in self.sessions:
-                    self.transcript(session_id)
+                    self.index.add_all(self.transcript(session_id))
         except BaseException:
             self.searching = False
-            self.trim()
+            self.index = SearchIndex()
             raise
-        for cached in self.sessions.values():
-            assert cached.loaded is not None  # noqa: S101  # read just above
-            for message in cached.loaded.messages.values():
-                self.index.add(message)
 
 
 Kind = Literal["tail", "reload", "drop", "summary"]

@@ -17,17 +17,77 @@ from hermes_sessions.backends.jsonl._cache import (
     Tail,
     apply_lines,
     apply_record,
+    load_session,
+    read_tail,
     touched_sessions,
 )
 from hermes_sessions.backends.jsonl._journal import Plan, Void
+from hermes_sessions.backends.jsonl._search import SearchIndex
 from hermes_sessions.backends.jsonl._snapshot import Summary
-from hermes_sessions.backends.memtables import EntryTable
+from hermes_sessions.backends.jsonl._tables import RoutingTable, SessionMap
+from hermes_sessions.backends.jsonl._verify import missing_file
 
 if TYPE_CHECKING:
+    from hermes_sessions.backends.jsonl._engine import DirectoryEngine
     from hermes_sessions.backends.jsonl._journal import JournalRecord
+    from hermes_sessions.backends.jsonl._snapindex import SnapshotIndex
     from hermes_sessions.backends.jsonl._snapshot import Snapshot
 
-__all__ = ["apply_changes", "change_kinds"]
+__all__ = ["apply_changes", "change_kinds", "gather", "install_index"]
+
+
+def gather(
+    engine: DirectoryEngine, records: list[JournalRecord], base: Snapshot | None
+) -> dict[str, Change]:
+    """Phase one: read and check every session file the records (or the snapshot) changed."""
+    state = engine.state
+    changes: dict[str, Change] = {}
+    kinds = change_kinds(state, records, base, summaries=engine.use_summaries)
+    for session_id, kind in kinds.items():
+        cached = state.sessions.get(session_id)
+        path = engine.session_path(session_id)
+        if kind == "drop":
+            changes[session_id] = None
+        elif kind == "summary":
+            assert base is not None  # noqa: S101  # summaries come with a snapshot
+            changes[session_id] = base.summaries[session_id]
+        elif kind == "tail" and cached is not None:
+            changes[session_id] = read_tail(path, cached, session_id)
+        else:
+            try:
+                changes[session_id] = load_session(path, session_id)
+            except FileNotFoundError as error:
+                raise missing_file(session_id, path) from error
+    return changes
+
+
+def install_index(state: State, index: SnapshotIndex) -> None:
+    """Start the cache over from a lazily read snapshot (nothing is decoded yet).
+
+    The transcripts this process holds of sessions whose version the snapshot has too are kept
+    (their files did not change); every other session is read from the snapshot when needed.
+    """
+    old = state.sessions
+    kept: dict[str, SessionFile] = {}
+    for session_id, cached in old.held.items():
+        found = index.session(session_id) if cached.loaded is not None else None
+        if found is not None and found.version == cached.version:
+            kept[session_id] = cached
+    if state.searching:  # built again by the next search, from the new snapshot's sessions
+        state.searching = False
+        state.index = SearchIndex()
+    for session_id in list(old.held):
+        if session_id not in kept:
+            state.forget(session_id)
+    state.close()
+    state.table = RoutingTable(base=index)
+    state.sessions = SessionMap(index, bound=old.bound)
+    for session_id, cached in kept.items():
+        state.sessions.keep(session_id, cached)
+    state.leases = dict(index.leases)
+    state.scopes = dict(index.scopes)
+    state.last_tx = index.last_tx
+    state.journal_records = 0
 
 
 def change_kinds(
@@ -72,7 +132,7 @@ def apply_changes(
     Everything was read and checked before, so nothing here can fail.
     """
     if base is not None:
-        state.table = EntryTable()
+        state.table = RoutingTable()  # the sessions were never read from an index (the engine)
         for entry in base.entries:
             state.table.put(entry)
         state.leases = dict(base.leases)
@@ -103,10 +163,9 @@ def _extend(state: State, old: SessionFile | None, change: Tail) -> None:
         old.newest_tx = change.parsed[-1][1].tx
 
 
-def _forget(state: State, session_id: str, old: SessionFile) -> None:
-    if old.loaded is not None and state.searching:
-        for message_id in old.loaded.messages:
-            state.index.remove(session_id, message_id)
+def _forget(state: State, session_id: str) -> None:
+    if state.searching:
+        state.index.drop(session_id)
     state.forget(session_id)
     del state.sessions[session_id]
 
@@ -117,7 +176,7 @@ def _install(state: State, session_id: str, change: Change, base: Snapshot | Non
         _extend(state, old, change)
         return
     if old is not None:
-        _forget(state, session_id, old)
+        _forget(state, session_id)
     if isinstance(change, Summary):
         assert base is not None  # noqa: S101  # summaries come with a snapshot
         lines = base.lines.get(session_id, 0)
@@ -133,6 +192,5 @@ def _install(state: State, session_id: str, change: Change, base: Snapshot | Non
         state.sessions[session_id] = fresh
         assert fresh.loaded is not None  # noqa: S101  # read whole
         if state.searching:
-            for message in fresh.loaded.messages.values():
-                state.index.add(message)
+            state.index.add_all(fresh.loaded)
         state.hold(session_id, trim=False)

@@ -27,6 +27,8 @@ from hermes_sessions.exceptions import CorruptRecordError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from hermes_sessions.backends.jsonl._snapshot import Snapshot
+
 __all__ = ["storage_problems"]
 
 _NEVER_COMPACT = 2**62
@@ -77,7 +79,7 @@ def _summary_problems(engine: DirectoryEngine) -> list[CheckProblem]:
     snapshot = engine.read_snapshot()
     if snapshot is None:
         return []
-    problems = []
+    problems = _index_problems(engine, snapshot)
     for session_id, summary in sorted(snapshot.summaries.items()):
         cached = engine.state.sessions.get(session_id)
         if cached is None or cached.version != snapshot.versions.get(session_id):
@@ -92,3 +94,23 @@ def _summary_problems(engine: DirectoryEngine) -> list[CheckProblem]:
                 )
             )
     return problems
+
+
+def _index_problems(engine: DirectoryEngine, snapshot: Snapshot) -> list[CheckProblem]:
+    """What a lazy reader of the snapshot relies on: sorted keys and ids, each session's keys."""
+    if not snapshot.index:
+        return []
+    keys = [entry.session_key for entry in snapshot.entries]
+    ids = list(snapshot.versions)
+    pointing: dict[str, list[str]] = {}
+    for entry in snapshot.entries:
+        pointing.setdefault(entry.session_id, []).append(entry.session_key)
+    reasons = []
+    if keys != sorted(set(keys)) or ids != sorted(set(ids)):
+        reasons.append("its entries or sessions are not in key order")
+    if any(tuple(pointing.get(i, ())) != snapshot.keys.get(i) for i in ids):
+        reasons.append("a session line's keys differ from the entries pointing at it")
+    return [
+        CheckProblem("storage", str(engine.snapshot_path), f"{reason}; run repair()")
+        for reason in reasons
+    ]

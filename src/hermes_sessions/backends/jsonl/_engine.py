@@ -38,12 +38,10 @@ from hermes_sessions.backends.jsonl._cache import (
     Loaded,
     State,
     Tail,
-    load_session,
-    read_tail,
     touched_sessions,
     trailing_group,
 )
-from hermes_sessions.backends.jsonl._catchup import apply_changes, change_kinds
+from hermes_sessions.backends.jsonl._catchup import apply_changes, gather, install_index
 from hermes_sessions.backends.jsonl._journal import (
     Commit,
     Create,
@@ -66,13 +64,14 @@ from hermes_sessions.backends.jsonl._lines import (
     require_checksums,
     truncate,
 )
-from hermes_sessions.backends.jsonl._migrate import migrate, needs_migration
+from hermes_sessions.backends.jsonl._migrate import migrate, needs_index, needs_migration
 from hermes_sessions.backends.jsonl._ondemand import load_transcript
 from hermes_sessions.backends.jsonl._session_records import (
     CHECKSUMS_SINCE,
     encode,
     parse_session_line,
 )
+from hermes_sessions.backends.jsonl._snapindex import SnapshotIndex, open_index
 from hermes_sessions.backends.jsonl._snapshot import (
     EMPTY_SNAPSHOT,
     Snapshot,
@@ -83,7 +82,6 @@ from hermes_sessions.backends.jsonl._verify import (
     check_end,
     check_line_counts,
     cross_check,
-    missing_file,
 )
 from hermes_sessions.exceptions import (
     BackendClosedError,
@@ -180,6 +178,8 @@ class DirectoryEngine:
                 self.sync()
                 if needs_migration(self):
                     migrate(self)
+                elif needs_index(self):
+                    self.compact()
         except BaseException:
             self.close()  # no descriptor outlives a failed open
             raise
@@ -231,6 +231,7 @@ class DirectoryEngine:
             if self._journal_fd is not None:
                 os.close(self._journal_fd)
                 self._journal_fd = None
+            self.state.close()
             self.state = self._empty_state()
 
     def _empty_state(self) -> State:
@@ -298,29 +299,38 @@ class DirectoryEngine:
     def _reload(self) -> None:
         """Start over from the snapshot (first open, or the journal was compacted meanwhile).
 
+        A snapshot with an index is read lazily (:mod:`._snapindex`); another is read whole.
         Cached sessions whose version matches the snapshot's are kept; the others are re-read.
         """
-        snapshot = self.read_snapshot()
+        found = open_index(self.snapshot_path) if self.use_summaries else None
+        index = found if isinstance(found, SnapshotIndex) else None
         fd = os.open(self.journal_path, os.O_RDWR | os.O_APPEND)
         try:
-            base = snapshot or EMPTY_SNAPSHOT
-            self._check_journal_header(fd, base)
+            base = None if index is not None else self.read_snapshot() or EMPTY_SNAPSHOT
+            self._check_journal_header(fd, index if base is None else base)
             if self._journal_fd is not None:
                 os.close(self._journal_fd)
             self._journal_fd = fd
             self._journal_ino = os.fstat(fd).st_ino
             self._journal_offset = 0
             self._journal_line = 0
-            self._advance(base)
+            if index is not None:
+                install_index(self.state, index)
+            elif self.state.sessions.base is not None:  # from an index to a snapshot read whole
+                self.state.close()
+                self.state = self._empty_state()
+            self._advance(base, skip=True)
             if self.verify_files:
                 cross_check(self.state, self.sessions_dir)
         except BaseException:
+            if index is not None and self.state.sessions.base is not index:
+                index.close()
             if self._journal_fd != fd:
                 os.close(fd)
             self._journal_ino = -1  # start over next time
             raise
 
-    def _check_journal_header(self, fd: int, base: Snapshot) -> None:
+    def _check_journal_header(self, fd: int, base: Snapshot | SnapshotIndex | None) -> None:
         path = self.journal_path
         chunk = read_chunk_at(fd, path, offset=0, first_line=1)
         first = chunk.lines[0] if chunk.lines else None
@@ -328,10 +338,11 @@ class DirectoryEngine:
         if first is None or first.number != 1 or not isinstance(header, JournalHeader):
             raise CorruptRecordError("the journal starts with its header", path=path, line=1)
         self.journal_checksums = header.format >= CHECKSUMS_SINCE
-        if header.base_tx > base.last_tx:
+        last_tx = 0 if base is None else base.last_tx
+        if header.base_tx > last_tx:
             raise CorruptRecordError(
                 f"the journal continues from transaction {header.base_tx} but {SNAPSHOT} ends "
-                f"at {base.last_tx}; run JSONLBackend.repair()",
+                f"at {last_tx}; run JSONLBackend.repair()",
                 path=path,
                 line=1,
             )
@@ -340,8 +351,11 @@ class DirectoryEngine:
         """Read ``routing.jsonl`` (``None`` if there is none yet)."""
         return read_snapshot(self.snapshot_path)
 
-    def _advance(self, base: Snapshot | None) -> None:
-        """Apply the journal records after the current offset (on top of ``base``, if given)."""
+    def _advance(self, base: Snapshot | None, *, skip: bool = False) -> None:
+        """Apply the journal records after the current offset (on top of ``base``, if given).
+
+        With ``skip`` (a new snapshot), records it covers already are passed over.
+        """
         assert self._journal_fd is not None  # noqa: S101  # set by _reload
         while True:
             chunk = read_chunk_at(
@@ -359,12 +373,12 @@ class DirectoryEngine:
                 chunk.lines,
                 self.journal_path,
                 after=last,
-                skip=base is not None,
+                skip=skip,
                 checksums=self.journal_checksums,
             )
             if records and self._settle(records):
                 continue
-            changes = self._gather(records, base)
+            changes = gather(self, records, base)
             if records and self._void_if_cut_short(records[-1], changes):
                 continue
             if self.verify_files:
@@ -375,27 +389,6 @@ class DirectoryEngine:
             self._journal_offset = chunk.end
             self._journal_line = chunk.last_line
             return
-
-    def _gather(self, records: list[JournalRecord], base: Snapshot | None) -> dict[str, Change]:
-        """Phase one: read and check every session file the records (or the snapshot) changed."""
-        changes: dict[str, Change] = {}
-        kinds = change_kinds(self.state, records, base, summaries=self.use_summaries)
-        for session_id, kind in kinds.items():
-            cached = self.state.sessions.get(session_id)
-            path = self.session_path(session_id)
-            if kind == "drop":
-                changes[session_id] = None
-            elif kind == "summary":
-                assert base is not None  # noqa: S101  # summaries come with a snapshot
-                changes[session_id] = base.summaries[session_id]
-            elif kind == "tail" and cached is not None:
-                changes[session_id] = read_tail(path, cached, session_id)
-            else:
-                try:
-                    changes[session_id] = load_session(path, session_id)
-                except FileNotFoundError as error:
-                    raise missing_file(session_id, path) from error
-        return changes
 
     # -- recovery ----------------------------------------------------------------------------------
 

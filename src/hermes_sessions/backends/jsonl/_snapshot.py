@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMPTY_SNAPSHOT",
+    "INDEX_FORMAT",
     "Snapshot",
     "SnapshotHeader",
     "SnapshotLease",
@@ -47,6 +48,9 @@ __all__ = [
     "read_snapshot",
     "snapshot_lines",
 ]
+
+INDEX_FORMAT: Final = 1
+"""The ``index`` of a snapshot header whose snapshot opens lazily (:mod:`._snapindex`)."""
 
 
 @attrs.frozen
@@ -60,6 +64,9 @@ class SnapshotHeader:
     format: int = FORMAT_VERSION
     states: int = 0
     """State scope lines (none in a snapshot written before state existed)."""
+    index: int = 0
+    """``1``: every session line has its summary and keys, so the snapshot opens lazily
+    (:mod:`._snapindex`); ``0`` (left out): it is read whole."""
 
     def to_json(self) -> JSONObject:
         out: JSONObject = {
@@ -72,6 +79,8 @@ class SnapshotHeader:
         }
         if self.states:
             out["states"] = self.states
+        if self.index:
+            out["index"] = self.index
         return out
 
 
@@ -125,6 +134,8 @@ class SnapshotSession:
     lines: int | None = None
     summary: Summary | None = None
     """``None``: the line has no summary (an older snapshot); the file is read on opening."""
+    keys: tuple[str, ...] | None = None
+    """The keys whose entry points at the session (``None``: an older snapshot)."""
 
 
 def snapshot_lines(
@@ -136,7 +147,18 @@ def snapshot_lines(
 ) -> bytes:
     """The whole snapshot file; ``files`` maps each session to (version, line count, summary)."""
     stored = {scope_id: value for scope_id, value in scopes.items() if value}
-    header = SnapshotHeader(last_tx, len(entries), len(leases), len(files), states=len(stored))
+    lazy = all(summary is not None for _, _, summary in files.values())
+    header = SnapshotHeader(
+        last_tx,
+        len(entries),
+        len(leases),
+        len(files),
+        states=len(stored),
+        index=INDEX_FORMAT if lazy else 0,
+    )
+    keys: dict[str, list[str]] = {}
+    for entry in entries:  # in key order, so each session's keys are too
+        keys.setdefault(entry.session_id, []).append(entry.session_key)
     parts = [encode(header.to_json())]
     parts.extend(encode({"type": "entry", "entry": unstructure(e)}) for e in entries)
     for resource, (holder, until) in sorted(leases.items()):
@@ -146,10 +168,18 @@ def snapshot_lines(
         line: JSONObject = {"type": "session", "id": session_id, "version": version, "lines": lines}
         if summary is not None:
             line.update(summary.to_json())
+        line["keys"] = list(keys.get(session_id, ()))
         parts.append(encode(line))
     for scope_id, value in sorted(stored.items()):
         parts.append(encode({"type": "state", "scope": scope_id, "value": value}))
     return b"".join(parts)
+
+
+def _texts(fields: Fields, name: str) -> list[str]:
+    values = fields.raw(name)
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        fields.fail(f"{name!r} must be a list of strings")
+    return values
 
 
 def parse_snapshot_line(
@@ -167,6 +197,7 @@ def parse_snapshot_line(
             fields.integer("sessions"),
             version,
             fields.integer("states") if "states" in data else 0,
+            fields.integer("index") if "index" in data else 0,
         )
     if kind == "entry":
         return fields.model(fields.mapping("entry"), SessionEntry)
@@ -188,7 +219,8 @@ def parse_snapshot_line(
         session_id = fields.session_id("id")
         if summary is not None and summary.record.id != session_id:
             fields.fail(f"the summary names session {summary.record.id!r}, not {session_id!r}")
-        return SnapshotSession(session_id, fields.integer("version"), lines, summary)
+        keys = tuple(_texts(fields, "keys")) if "keys" in data else None
+        return SnapshotSession(session_id, fields.integer("version"), lines, summary, keys)
     if kind == "state":
         return SnapshotState(fields.text("scope"), fields.mapping("value"))
     return fields.fail(f"unknown snapshot line {kind!r}")
@@ -208,6 +240,10 @@ class Snapshot:
     """Every state scope's value at ``last_tx``."""
     summaries: dict[str, Summary] = attrs.Factory(dict)
     """The summary of each session that has one (its file need not be read to open)."""
+    keys: dict[str, tuple[str, ...]] = attrs.Factory(dict)
+    """The keys each session line lists as pointing at it (none in an older snapshot)."""
+    index: int = 0
+    """The header's ``index``: whether the snapshot may be read lazily."""
 
 
 EMPTY_SNAPSHOT: Final = Snapshot(0, [], {}, {})
@@ -246,7 +282,10 @@ def read_snapshot(path: Path) -> Snapshot | None:
     versions = {p.id: p.version for p in sessions}
     lines = {p.id: p.lines for p in sessions if p.lines is not None}
     summaries = {p.id: p.summary for p in sessions if p.summary is not None}
-    return Snapshot(header.last_tx, entries, leases, versions, lines, scopes, summaries)
+    keys = {p.id: p.keys for p in sessions if p.keys is not None}
+    return Snapshot(
+        header.last_tx, entries, leases, versions, lines, scopes, summaries, keys, header.index
+    )
 
 
 def _read_lines(file: BinaryIO, path: Path) -> tuple[SnapshotHeader, list[Parsed], bool]:

@@ -57,8 +57,11 @@ def session_file(state: State, session_id: str) -> SessionFile:
 
 
 def records(state: State) -> Iterator[SessionRecord]:
-    """The record of every session (a title is checked against them under the write lock)."""
-    return (cached.record for cached in state.sessions.values())
+    """The record of every session that may hold a title (checked under the write lock).
+
+    Of the sessions not decoded yet, only those whose snapshot line names a title are.
+    """
+    return (cached.record for cached in state.sessions.files(containing=b'"title":'))
 
 
 def _merged(state: State, changes: Mapping[str, Mapping[str, Any]]) -> dict[str, JSONObject]:

@@ -14,6 +14,7 @@ by another program), which no checksum can:
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from hermes_sessions.backends.jsonl._cache import Loaded, Tail
@@ -133,10 +134,11 @@ def cross_check(state: State, sessions_dir: Path) -> None:
     over on top of their transcripts.
     """
     directory = sessions_dir.parent
-    for name in sorted(path.name for path in sessions_dir.iterdir()):
-        session_id = name.removesuffix(".jsonl")
-        if session_id == name or session_id in state.sessions:
-            continue
+    with os.scandir(os.fsencode(sessions_dir)) as found:
+        names = {entry.name[:-6] for entry in found if entry.name.endswith(b".jsonl")}
+    unknown = state.sessions.unlisted(names)
+    for session_id in sorted(unknown):
+        name = f"{session_id}.jsonl"
         try:
             validate_session_id(session_id)
         except ValueError:
