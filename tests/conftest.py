@@ -11,6 +11,7 @@ from hypothesis import settings
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.backends.jsonl import JSONLBackend
 from hermes_sessions.backends.sqlite import SQLiteBackend
+from hermes_sessions.backends.sqlite import _connections as sqlite_connections
 from hermes_sessions.store import SessionStore
 from hermes_sessions.testing import FrozenClock
 from pg_support import drop_schemas, open_pg, schema_prefix, test_dsn
@@ -78,3 +79,18 @@ def store(make_backend: Callable[[], Backend], clock: FrozenClock) -> Iterator[S
     """A session store on each backend, with a frozen clock."""
     with SessionStore(make_backend(), clock=clock) as opened:
         yield opened
+
+
+@pytest.fixture
+def commits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ``COMMIT`` of every SQLite write transaction, counted at the crash point after it."""
+    seen: list[str] = []
+    original = sqlite_connections.crashpoints.reached
+
+    def count(point: str) -> None:
+        if point == "sqlite.after_commit":
+            seen.append(point)
+        original(point)
+
+    monkeypatch.setattr(sqlite_connections.crashpoints, "reached", count)
+    return seen

@@ -8,7 +8,9 @@ Every persistent backend is covered: SQLite, JSONL and PostgreSQL (on the server
 from __future__ import annotations
 
 import collections
+import functools
 import os
+import random
 import signal
 import time
 from typing import TYPE_CHECKING, Final
@@ -178,3 +180,36 @@ def fork_and_kill(
         assert os.WIFSIGNALED(status), f"the worker exited with {os.waitstatus_to_exitcode(status)}"
         assert os.WTERMSIG(status) == signal.SIGKILL
     return lines
+
+
+BATCH_KILLS = {"sqlite.before_commit": 7, "sqlite.after_commit": 7, None: 6}
+"""Kills per crash point of the batched-commit tests (``None``: at a random moment); 20 in all."""
+
+
+def kill_batched_writers(
+    home: Path, work: Callable[[Path, int, int], None], *, seed: str, scale: int
+) -> tuple[set[str], int]:
+    """Kill ``work(home, round, ack)`` 20 times ``scale``, checking the store after each kill.
+
+    The worker writes each acknowledged turn's tag to ``ack`` and ``batch N`` for every batch of
+    N writes it commits. Returns every acknowledged tag and the largest batch seen.
+    """
+    chance = random.Random(seed)  # noqa: S311  # test data, not secrets
+    acknowledged: set[str] = set()
+    largest = 0
+    round_ = 0
+    for point, kills in BATCH_KILLS.items():
+        for _ in range(kills * scale):
+            lines = fork_and_kill(
+                functools.partial(work, home, round_),
+                point=point,
+                arm_after=2 + (round_ * 5) % 17,
+                kill_after=chance.uniform(0.05, 0.4),
+            )
+            sizes = [int(line.split()[1]) for line in lines if line.startswith("batch ")]
+            acknowledged |= {line for line in lines if not line.startswith("batch ")}
+            largest = max(largest, *sizes, 0)
+            round_ += 1
+            with open_store("sqlite", home) as store:
+                check_store(store, acknowledged)
+    return acknowledged, largest

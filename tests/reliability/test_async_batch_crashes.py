@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 
-from reliability_support import TURNS, check_store, fork_and_kill, open_store, source
+from reliability_support import TURNS, kill_batched_writers, open_store, source
 
 from hermes_sessions import Message
 from hermes_sessions.aio import AsyncSessionStore
 from hermes_sessions.backends.sqlite import _batches
 
 CHATS = 8
-KILLS = {"sqlite.before_commit": 7, "sqlite.after_commit": 7, None: 6}
-"""Kills per crash point (``None``: at a random moment); 20 in all, × 20 with ``--stress``."""
 
 
 def _work(home, round_, ack: int) -> None:
@@ -54,32 +51,10 @@ def _work(home, round_, ack: int) -> None:
     asyncio.run(main())
 
 
-def _round(home, round_, point, delay) -> tuple[set[str], int]:
-    """Fork a worker and let it die; return the tags it acknowledged and its largest batch."""
-    lines = fork_and_kill(
-        lambda ack: _work(home, round_, ack),
-        point=point,
-        arm_after=2 + (round_ * 5) % 17,
-        kill_after=delay,
-    )
-    sizes = [int(line.split()[1]) for line in lines if line.startswith("batch ")]
-    return {line for line in lines if not line.startswith("batch ")}, max(sizes, default=0)
-
-
 def test_kills_during_async_write_batches_lose_nothing_acknowledged(tmp_path, scale):
     """20 kills during the writer's batched commits: every acknowledged turn survives, once."""
-    chance = random.Random("async-batch-kills")  # noqa: S311  # test data, not secrets
-    acknowledged: set[str] = set()
-    largest = 0
-    round_ = 0
-    for point, kills in KILLS.items():
-        for _ in range(kills * scale):
-            delay = chance.uniform(0.05, 0.4)
-            tags, biggest = _round(tmp_path, round_, point, delay)
-            acknowledged |= tags
-            largest = max(largest, biggest)
-            round_ += 1
-            with open_store("sqlite", tmp_path) as store:
-                check_store(store, acknowledged)
+    acknowledged, largest = kill_batched_writers(
+        tmp_path, _work, seed="async-batch-kills", scale=scale
+    )
     assert acknowledged, "no turn was ever acknowledged: the kills came too early to test"
     assert largest > 1, "no batch ever held two writes: the test did not exercise the writer"

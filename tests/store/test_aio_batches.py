@@ -41,21 +41,6 @@ def _say(text: str, tag: str | None = None) -> Message:
     return Message(role="user", content=text, platform_message_id=tag)
 
 
-@pytest.fixture
-def commits(monkeypatch):
-    """The ``COMMIT`` of every write transaction, counted at the crash point that follows it."""
-    seen: list[str] = []
-    original = connections.crashpoints.reached
-
-    def count(point: str) -> None:
-        if point == "sqlite.after_commit":
-            seen.append(point)
-        original(point)
-
-    monkeypatch.setattr(connections.crashpoints, "reached", count)
-    return seen
-
-
 async def _in_one_batch(astore: AsyncSessionStore, first, calls):
     """Await ``first`` alone, then the coroutines ``calls`` as one batch; their outcomes."""
     batcher = astore._writes._batcher

@@ -4,29 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 
-import pytest
-
 from hermes_sessions import crashpoints
 from hermes_sessions.backends import InMemoryBackend, JSONLBackend, SQLiteBackend
 from hermes_sessions.backends.sqlite import _connections as connections
 from hermes_sessions.exceptions import ConflictError, StorageError
 from hermes_sessions.protocols import SupportsWriteBatches
 from hermes_sessions.testing._support import say, seed
-
-
-@pytest.fixture
-def commits(monkeypatch):
-    """The ``COMMIT`` of every write transaction, counted at the crash point that follows it."""
-    seen: list[str] = []
-    original = crashpoints.reached
-
-    def count(point: str) -> None:
-        if point == "sqlite.after_commit":
-            seen.append(point)
-        original(point)
-
-    monkeypatch.setattr(connections.crashpoints, "reached", count)
-    return seen
 
 
 def _texts(backend, session_id):

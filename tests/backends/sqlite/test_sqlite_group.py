@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from hermes_sessions import crashpoints
 from hermes_sessions.backends import SQLiteBackend
 from hermes_sessions.backends.sqlite import _connections as connections
 from hermes_sessions.backends.sqlite._group import GroupCommit, is_fatal
@@ -23,21 +22,6 @@ from hermes_sessions.testing._support import minutes, say, seed
 
 WAIT = 30.0
 """Seconds a test waits for writers to queue before failing (never reached when it works)."""
-
-
-@pytest.fixture
-def commits(monkeypatch):
-    """The ``COMMIT`` of every write transaction, counted at the crash point that follows it."""
-    seen: list[str] = []
-    original = crashpoints.reached
-
-    def count(point: str) -> None:
-        if point == "sqlite.after_commit":
-            seen.append(point)
-        original(point)
-
-    monkeypatch.setattr(connections.crashpoints, "reached", count)
-    return seen
 
 
 def _group(backend: SQLiteBackend) -> GroupCommit:
