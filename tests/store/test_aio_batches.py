@@ -190,21 +190,26 @@ def test_a_failed_commit_fails_every_call_of_its_batch(tmp_path, monkeypatch):
     assert stored == []
 
 
+def _count_deliveries(monkeypatch, wakes: list[object]) -> None:
+    """Record in ``wakes`` every hand-over of outcomes to the running loop."""
+    loop = asyncio.get_running_loop()
+    original = loop.call_soon_threadsafe
+
+    def counting(callback, *args, **kwargs):
+        if callback is _deliver:
+            wakes.append(callback)
+        return original(callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", counting)
+
+
 def test_outcomes_of_a_batch_reach_the_loop_in_one_wake_up(tmp_path, monkeypatch):
     """The writer hands a batch's outcomes to the event loop with one ``call_soon_threadsafe``."""
     wakes: list[object] = []
 
     async def scenario(astore):
         sids = [(await astore.get_or_create(_chat(n))).session_id for n in range(8)]
-        loop = asyncio.get_running_loop()
-        original = loop.call_soon_threadsafe
-
-        def counting(callback, *args, **kwargs):
-            if callback is _deliver:
-                wakes.append(callback)
-            return original(callback, *args, **kwargs)
-
-        monkeypatch.setattr(loop, "call_soon_threadsafe", counting)
+        _count_deliveries(monkeypatch, wakes)
         await _in_one_batch(
             astore,
             astore.append(sids[0], _say("first")),
@@ -362,15 +367,7 @@ def test_the_reads_of_a_round_reach_the_loop_in_one_wake_up(tmp_path, monkeypatc
             return original_seen(self, *args)
 
         monkeypatch.setattr(SessionStore, "seen", seen)
-        loop = asyncio.get_running_loop()
-        original = loop.call_soon_threadsafe
-
-        def counting(callback, *args, **kwargs):
-            if callback is _deliver:
-                wakes.append(callback)
-            return original(callback, *args, **kwargs)
-
-        monkeypatch.setattr(loop, "call_soon_threadsafe", counting)
+        _count_deliveries(monkeypatch, wakes)
         return await asyncio.gather(*(astore.seen(sid, "p1") for sid in sids))
 
     found = _run(tmp_path, scenario)
