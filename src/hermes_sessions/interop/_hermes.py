@@ -73,7 +73,10 @@ def import_hermes(
     ``progress(done, total)`` is called after each session.
 
     Raises:
-        InvalidSourceError: ``home`` is not a Hermes home, or the time zone is unknown.
+        InvalidSourceError: ``home`` is not a Hermes home, or the time zone is unknown, or its
+            database is not one the importer reads safely: linked from outside the profile, or
+            ``sessions`` / ``messages`` a view, a virtual table, with generated columns or
+            without a column the importer needs (``docs/migrating-from-hermes.md``).
 
     .. versionadded:: 0.1.0
     """

@@ -7,12 +7,14 @@ database may need to create files beside it. Schema facts are those of DESIGN §
 ``"\\x00json:"`` + JSON, JSON text in ``tool_calls`` and the reasoning detail columns, epoch
 seconds, an ``active`` flag; ``sessions/sessions.json`` maps keys to entries with naive local
 times; legacy ``sessions/<id>.jsonl`` transcripts hold one message dict per line.
+
+Every file is read through :mod:`~hermes_sessions.interop._profile_files`: nothing outside the
+profile is read, and the database's tables are checked before a row is.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import tempfile
 from datetime import UTC, datetime, tzinfo
@@ -22,8 +24,20 @@ from typing import Any, Final
 import attrs
 
 from hermes_sessions.exceptions import HermesSessionsError, InvalidSourceError
+from hermes_sessions.interop._profile_files import (
+    UnsafeFileError,
+    check_tables,
+    copy_inside,
+    read_inside,
+)
 from hermes_sessions.interop._report import ImportProblem
-from hermes_sessions.interop._text import Cleaner, decode_bytes, load_json_text
+from hermes_sessions.interop._text import (
+    Cleaner,
+    JSONTooDeepError,
+    decode_bytes,
+    load_json,
+    load_json_text,
+)
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, SessionSource
 
 __all__ = ["HermesProfile", "HermesSession", "read_profile"]
@@ -90,12 +104,21 @@ class HermesProfile:
 @attrs.define
 class _Reader:
     home: Path
+    """The profile's real directory (links resolved): nothing outside it is read."""
     zone: tzinfo
     max_message_chars: int
     problems: list[ImportProblem] = attrs.Factory(list)
 
     def problem(self, kind: str, where: str, detail: str) -> None:
         self.problems.append(ImportProblem(kind=kind, where=where, detail=detail))
+
+    def read(self, path: Path) -> bytes | None:
+        """The bytes of a file of the profile, or ``None`` (a problem reported) if unsafe."""
+        try:
+            return read_inside(self.home, path)
+        except UnsafeFileError as error:
+            self.problem(error.kind, str(path), f"{path.name} {error.detail}; not read")
+            return None
 
     # -- times -------------------------------------------------------------------------------------
 
@@ -115,18 +138,28 @@ class _Reader:
 
     def database(self) -> tuple[list[SessionRecord], dict[str, list[Message]]]:
         source = self.home / "state.db"
-        if not source.is_file():
+        if not source.is_file() and not source.is_symlink():
             return [], {}
         with tempfile.TemporaryDirectory(prefix="hermes-import-") as scratch:
             copy = Path(scratch) / "state.db"
-            shutil.copyfile(source, copy)
-            wal = source.with_name("state.db-wal")
-            if wal.is_file():
-                shutil.copyfile(wal, copy.with_name("state.db-wal"))
+            for name in ("state.db", "state.db-wal"):
+                path = source.with_name(name)
+                if name == "state.db-wal" and not path.is_file() and not path.is_symlink():
+                    continue
+                try:
+                    copy_inside(self.home, path, copy.with_name(name))
+                except UnsafeFileError as error:
+                    raise InvalidSourceError(
+                        f"{path} {error.detail}; nothing was read (a Hermes profile keeps its "
+                        "database inside it: copy it there to import it)",
+                        path=path,
+                    ) from None
             connection = sqlite3.connect(copy)
             try:
                 connection.text_factory = decode_bytes
                 connection.row_factory = sqlite3.Row
+                connection.execute("PRAGMA query_only = ON")
+                connection.execute("PRAGMA trusted_schema = OFF")
                 return self._read_database(connection)
             except sqlite3.DatabaseError as error:
                 raise InvalidSourceError(
@@ -140,9 +173,9 @@ class _Reader:
     def _read_database(
         self, connection: sqlite3.Connection
     ) -> tuple[list[SessionRecord], dict[str, list[Message]]]:
-        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
-        if not {"sessions", "messages"} <= tables:
-            raise sqlite3.DatabaseError("it has no sessions and messages tables")
+        refusal = check_tables(connection)
+        if refusal is not None:
+            raise sqlite3.DatabaseError(refusal)
         records: list[SessionRecord] = []
         for row in connection.execute("SELECT * FROM sessions ORDER BY started_at, id"):
             record = self._record(dict(row))
@@ -256,9 +289,12 @@ class _Reader:
 
     # -- legacy JSONL ------------------------------------------------------------------------------
 
-    def jsonl(self, path: Path) -> tuple[dict[str, Any], list[Message]]:
+    def jsonl(self, path: Path) -> tuple[dict[str, Any], list[Message]] | None:
         """The ``session_meta`` header (or ``{}``) and the messages of a legacy transcript."""
-        lines = path.read_bytes().split(b"\n")
+        body = self.read(path)
+        if body is None:
+            return None
+        lines = body.split(b"\n")
         meta: dict[str, Any] = {}
         messages: list[Message] = []
         last = len(lines)
@@ -269,7 +305,10 @@ class _Reader:
                 continue
             where = f"{path}:{number}"
             try:
-                data = json.loads(decode_bytes(raw))
+                data = load_json(decode_bytes(raw))
+            except JSONTooDeepError as error:
+                self.problem("bad_line", where, f"{error}; skipped")
+                continue
             except ValueError:
                 kind = "truncated_line" if number == last else "bad_line"
                 self.problem(kind, where, "not a complete JSON line; skipped")
@@ -317,10 +356,13 @@ class _Reader:
 
     def routing(self) -> list[tuple[str, dict[str, Any]]]:
         path = self.home / "sessions" / "sessions.json"
-        if not path.is_file():
+        if not path.is_file() and not path.is_symlink():
+            return []
+        body = self.read(path)
+        if body is None:
             return []
         try:
-            data = json.loads(decode_bytes(path.read_bytes()))
+            data = load_json(decode_bytes(body))
         except ValueError as error:
             self.problem("bad_line", str(path), f"not valid JSON ({error}); routing not imported")
             return []
@@ -384,9 +426,10 @@ class _Reader:
         found: dict[str, tuple[str, ...]] = {}
         for target, name in (("memory", "MEMORY.md"), ("user", "USER.md")):
             path = self.home / "memories" / name
-            if path.is_file():
+            body = self.read(path) if path.is_file() or path.is_symlink() else None
+            if body is not None:
                 text, replaced = Cleaner(), 0
-                entries = text.value(list(parse_entries(decode_bytes(path.read_bytes()))))
+                entries = text.value(list(parse_entries(decode_bytes(body))))
                 replaced = text.replaced
                 if replaced:
                     self.problem("surrogates", str(path), f"{replaced} lone surrogate(s) replaced")
@@ -416,7 +459,7 @@ def read_profile(home: Path, *, zone: tzinfo, max_message_chars: int) -> HermesP
             "pass the directory Hermes keeps its data in (usually ~/.hermes)",
             path=home,
         )
-    reader = _Reader(home=home, zone=zone, max_message_chars=max_message_chars)
+    reader = _Reader(home=home.resolve(), zone=zone, max_message_chars=max_message_chars)
     records, transcripts = reader.database()
     by_id = {record.id: record for record in records}
     preferred = _merge_legacy(home, reader, records, by_id, transcripts)
@@ -464,7 +507,10 @@ def _merge_legacy(
     legacy_dir = home / "sessions"
     for path in sorted(legacy_dir.glob("*.jsonl")) if legacy_dir.is_dir() else []:
         session_id = path.stem
-        meta, legacy = reader.jsonl(path)
+        read = reader.jsonl(path)
+        if read is None:
+            continue
+        meta, legacy = read
         if session_id not in by_id:
             record = _record_from_jsonl(session_id, meta, legacy, reader)
             if record is None:
@@ -507,22 +553,30 @@ def _record_from_jsonl(
 
 
 def _parents_first(records: list[SessionRecord]) -> list[SessionRecord]:
+    """Oldest first, except that a parent always comes before its children (linear time)."""
     ordered = sorted(records, key=lambda r: (r.started_at, r.id))
     ids = {record.id for record in ordered}
-    placed: set[str] = set()
+    children: dict[str, list[SessionRecord]] = {}
     result: list[SessionRecord] = []
-    pending = ordered
-    while pending:
-        waiting = []
-        for record in pending:
-            parent = record.parent_session_id
-            if parent is None or parent not in ids or parent in placed:
-                result.append(record)
-                placed.add(record.id)
-            else:
-                waiting.append(record)
-        if len(waiting) == len(pending):  # a cycle: place the rest as they are
-            result.extend(waiting)
-            break
-        pending = waiting
+    placed: set[str] = set()
+
+    def place(record: SessionRecord) -> None:
+        stack = [record]
+        while stack:
+            item = stack.pop()
+            if item.id in placed:
+                continue
+            placed.add(item.id)
+            result.append(item)
+            stack.extend(reversed(children.pop(item.id, [])))
+
+    for record in ordered:
+        parent = record.parent_session_id
+        if parent is not None and parent in ids and parent not in placed:
+            children.setdefault(parent, []).append(record)
+        else:
+            place(record)
+    for waiting in list(children.values()):  # cycles: place the rest as they are
+        for record in waiting:
+            place(record)
     return result

@@ -6,8 +6,22 @@ import json
 import re
 from typing import Any, Final
 
-__all__ = ["REPLACEMENT", "clean", "decode_bytes", "load_json_text"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "REPLACEMENT",
+    "JSONTooDeepError",
+    "clean",
+    "decode_bytes",
+    "load_json",
+    "load_json_text",
+]
 
+MAX_JSON_DEPTH: Final = 100
+"""The deepest nesting of arrays and objects an importer accepts in one JSON value.
+
+Deeper values are refused when read: they would exhaust the interpreter's recursion on the way
+into a store (every JSON encoder and cleaner recurses), and no conversation needs them.
+"""
 REPLACEMENT: Final = "\ufffd"
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
@@ -55,11 +69,52 @@ def clean(value: Any) -> tuple[Any, int]:
     return cleaner.value(value), cleaner.replaced
 
 
+class JSONTooDeepError(ValueError):
+    """A JSON value nested deeper than :data:`MAX_JSON_DEPTH`."""
+
+
+def _depth(value: Any) -> int:
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth + 1)
+            if deepest > MAX_JSON_DEPTH:
+                break
+            stack.extend((inner, depth + 1) for inner in item)
+    return deepest
+
+
+def load_json(text: str | bytes) -> Any:
+    """``json.loads(text)``, refusing values nested deeper than :data:`MAX_JSON_DEPTH`.
+
+    Raises:
+        JSONTooDeepError: the value is nested too deeply (a ``ValueError``).
+        ValueError: the text is not JSON.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        value = None
+        deep = True
+    else:
+        deep = _depth(value) > MAX_JSON_DEPTH
+    if deep:
+        raise JSONTooDeepError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
 def load_json_text(text: str | None) -> Any:
-    """Parse a JSON text column; ``None`` and the empty string are ``None``; bad JSON stays text."""
+    """Parse a JSON text column; ``None`` and the empty string are ``None``; bad JSON stays text.
+
+    JSON nested deeper than :data:`MAX_JSON_DEPTH` counts as bad JSON: it stays text.
+    """
     if text is None or text == "":
         return None
     try:
-        return json.loads(text)
+        return load_json(text)
     except ValueError:
         return text
