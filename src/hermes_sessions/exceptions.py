@@ -551,16 +551,20 @@ class IncognitoLaneError(HermesSessionsError, PermissionError):
 
 
 class InvalidSourceError(HermesSessionsError, ValueError):
-    """An import source is not what it should be: not a Hermes home, not a bundle, a bad header.
+    """An import source is not what it should be: not a Hermes home, not a bundle, a bad line.
 
     Attributes:
         path: The file or directory concerned, if any.
+        line: The 1-based line of ``path`` at fault (a damaged bundle line), if known.
 
     .. versionadded:: 0.1.0
     """
 
-    def __init__(self, message: str, *, path: Path | str | None = None) -> None:
+    def __init__(
+        self, message: str, *, path: Path | str | None = None, line: int | None = None
+    ) -> None:
         self.path = path
+        self.line = line
         super().__init__(message)
 
 

@@ -74,7 +74,9 @@ def _fill(backend, sessions):
             backend.append_messages(record.id, messages)
     if sessions:
         first = sessions[0][0]
-        entry = SessionEntry(session_key="k1", session_id=first.id, created_at=T0, updated_at=T0)
+        entry = SessionEntry(
+            session_key="agent:main:cli:dm:me", session_id=first.id, created_at=T0, updated_at=T0
+        )
         backend.put_entry(entry, expected_revision=None)
 
 
@@ -165,15 +167,19 @@ def test_merge_reports_conflicts_and_keeps_the_target(tmp_path):
     assert other.get_session("s1").source == "feishu"
 
 
-def test_torn_and_unknown_lines_are_reported(tmp_path):
-    """Unknown record types and a torn last line are listed, and a missing end is noticed."""
+def test_unknown_lines_are_reported_and_a_torn_bundle_refused(tmp_path):
+    """Unknown record types are listed and skipped; a torn last line refuses the whole bundle."""
     _, path = _one_session_bundle(tmp_path)
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    path.write_text("".join([*lines[:-1], '{"type": "lane"}\n', '{"type": "ses']), "utf-8")
+    path.write_text("".join([*lines[:-1], '{"type": "lane"}\n', lines[-1]]), "utf-8")
     report = import_bundle(InMemoryBackend(), path)
-    kinds = [p.kind for p in report.problems]
-    assert kinds == ["unknown_record", "truncated_line", "truncated_bundle"]
+    assert [p.kind for p in report.problems] == ["unknown_record"]
     assert report.sessions == ("s1",)
+    path.write_text("".join([*lines[:-1], '{"type": "ses']), "utf-8")
+    target = InMemoryBackend()
+    with pytest.raises(InvalidSourceError, match="incomplete"):
+        import_bundle(target, path)
+    assert target.get_session("s1") is None
 
 
 def test_memory_travels_when_asked(tmp_path):
@@ -248,13 +254,14 @@ def test_state_the_target_holds_differently_is_kept_and_reported(tmp_path):
     assert target.get_state([app]) == {app: {"flag": False}}
 
 
-def test_a_malformed_state_line_is_skipped_and_reported(tmp_path):
-    """A state line without a JSON object value is a bad record, not a crash."""
+def test_a_malformed_state_line_refuses_the_bundle(tmp_path):
+    """A state line without a JSON object value refuses the bundle, naming its line."""
     store, _ = _stateful_store(InMemoryBackend())
     bundle = io.StringIO()
     export_bundle(store, bundle)
     lines = bundle.getvalue().splitlines()
     end = lines.pop()
     lines += [json.dumps({"type": "state", "scope": "app|x", "value": [1]}), end]
-    report = import_bundle(InMemoryBackend(), io.StringIO("\n".join(lines) + "\n"))
-    assert [p.kind for p in report.problems] == ["bad_record"]
+    with pytest.raises(InvalidSourceError, match="value") as caught:
+        import_bundle(InMemoryBackend(), io.StringIO("\n".join(lines) + "\n"))
+    assert caught.value.line == len(lines) - 1

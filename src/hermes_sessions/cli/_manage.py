@@ -164,7 +164,8 @@ def cmd_import(store: SessionStore, args: argparse.Namespace, out: TextIO) -> in
     """Read a bundle from FILE or ``-`` (standard input), merging by id."""
     from hermes_sessions.interop import import_bundle  # noqa: PLC0415
 
-    source: Path | IO[str] = sys.stdin if args.file == "-" else Path(args.file)
+    # bytes from standard input: the importer decodes each line, naming one that is not UTF-8
+    source: Path | IO[bytes] = sys.stdin.buffer if args.file == "-" else Path(args.file)
     if isinstance(source, Path) and not source.is_file():
         raise UsageError(f"cannot read {source}: no such file")
     memory = memory_store(args.home) if args.memory else None

@@ -19,6 +19,9 @@ a record type it does not know by reporting it (``unknown_record``) and going on
 reader can read a version-1 bundle that gained a record type (the ``state`` type came this way).
 A bundle with a higher ``version`` is refused. Message ids are assigned again by the target
 backend (insertion order is kept), and so are session revisions.
+
+Importing reads the bundle twice: once to check every line (``_bundle_lines``), writing
+nothing, then to write. A damaged bundle is refused whole, naming its line.
 """
 
 from __future__ import annotations
@@ -27,43 +30,39 @@ import json
 import os
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any
 
 import attrs
 
 from hermes_sessions import serde
 from hermes_sessions._version import __version__
-from hermes_sessions.exceptions import (
-    CorruptRecordError,
-    IncompatibleStoreError,
-    InvalidSourceError,
-    MemoryRefusedError,
-)
+from hermes_sessions.exceptions import InvalidSourceError, MemoryRefusedError
 from hermes_sessions.files import PRIVATE_FILE
+from hermes_sessions.interop._bundle_lines import (
+    BUNDLE_FORMAT,
+    BUNDLE_VERSION,
+    EntryLine,
+    Line,
+    MemoryLine,
+    SessionLine,
+    StateLine,
+    UnknownLine,
+    check_bundle,
+    records,
+)
 from hermes_sessions.interop._report import BundleReport, ImportProblem
-from hermes_sessions.models import Message, SessionEntry, SessionRecord, check_json
 from hermes_sessions.queries import SessionQuery
 from hermes_sessions.state import StateScope
 from hermes_sessions.store import SessionStore
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from hermes_sessions.memory import MemoryStore
+    from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import Backend
 
 __all__ = ["BUNDLE_FORMAT", "BUNDLE_VERSION", "export_bundle", "import_bundle"]
-
-BUNDLE_FORMAT: Final = "hermes-sessions-bundle"
-"""The ``format`` value of a bundle's header line.
-
-.. versionadded:: 0.1.0
-"""
-BUNDLE_VERSION: Final = 1
-"""The bundle version this library writes, and the newest it reads.
-
-.. versionadded:: 0.1.0
-"""
 
 
 def _backend(store: SessionStore | Backend) -> Backend:
@@ -127,7 +126,7 @@ def export_bundle(
     messages = 0
     memory_entries = 0
     with ExitStack() as stack:
-        out = _open(file, "w", stack)
+        out = _open_out(file, stack)
         out.write(_dumps(header))
         for done, record in enumerate(records, start=1):
             transcript = backend.get_messages(record.id, include_inactive=True)
@@ -180,11 +179,9 @@ def _states(
     return {scope: found[scope] for scope in sorted(found)}
 
 
-def _open(file: Path | str | IO[str], mode: str, stack: ExitStack) -> IO[str]:
+def _open_out(file: Path | str | IO[str], stack: ExitStack) -> IO[str]:
     if isinstance(file, (str, Path)):
         try:
-            if mode == "r":
-                return stack.enter_context(Path(file).open(mode, encoding="utf-8", newline="\n"))
             # a bundle holds whole transcripts: created private (0600), like every file we write
             fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
             return stack.enter_context(os.fdopen(fd, "w", encoding="utf-8", newline="\n"))
@@ -196,42 +193,45 @@ def _open(file: Path | str | IO[str], mode: str, stack: ExitStack) -> IO[str]:
     return file
 
 
-def _check_header(line: str | None, where: str) -> None:
-    try:
-        header = json.loads(line) if line else None
-    except ValueError:
-        header = None
-    if not isinstance(header, dict) or header.get("format") != BUNDLE_FORMAT:
-        raise InvalidSourceError(
-            f"{where} is not a hermes-sessions bundle (its first line has no "
-            f"'format': '{BUNDLE_FORMAT}'); make one with `hermes-sessions export`",
-            path=where,
-        )
-    version = header.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise InvalidSourceError(f"{where} has an invalid bundle version {version!r}", path=where)
-    if version > BUNDLE_VERSION:
-        raise IncompatibleStoreError(
-            f"bundle {where}", found_version=version, supported_version=BUNDLE_VERSION
-        )
+def _lines(file: Path | str | IO[str] | IO[bytes], stack: ExitStack) -> Iterable[bytes | str]:
+    """The bundle's lines; a path is read as bytes, so text that is not UTF-8 names its line."""
+    if isinstance(file, (str, Path)):
+        try:
+            return stack.enter_context(Path(file).open("rb"))
+        except OSError as error:
+            raise InvalidSourceError(
+                f"cannot open {file} ({error.strerror}); check the path and its permissions",
+                path=file,
+            ) from error
+    return file
 
 
 def import_bundle(
     store: SessionStore | Backend,
-    file: Path | str | IO[str],
+    file: Path | str | IO[str] | IO[bytes],
     *,
     memory: MemoryStore | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> BundleReport:
     """Read a bundle into ``store``, merging by id: nothing in the target is overwritten.
 
+    The whole bundle is checked before anything is written, and a damaged one is refused
+    whole: text that is not UTF-8, a line that is not JSON or nested too deeply, a record the
+    models refuse, a routing key or state scope that is not one, a session or key twice, an end
+    line whose counts disagree with the lines (or lines after it, or no end line), a routing
+    entry pointing at a session in neither the bundle nor the target. A record type this
+    version does not know is reported (``unknown_record``) and skipped.
+
     A session the target already holds is left alone: ``unchanged`` if it is identical, a
-    ``conflict`` problem otherwise; the same for routing keys. Memory entries go into ``memory``
-    when given (exact duplicates are skipped by the memory store). ``progress(n)`` is called
-    after each session line. Importing the same bundle twice changes nothing.
+    ``conflict`` problem otherwise; the same for routing keys and state. Memory entries go into
+    ``memory`` when given (exact duplicates are skipped by the memory store). ``progress(n)`` is
+    called after each session written. Importing the same bundle twice changes nothing.
+
+    ``file`` is a path, or an open file in text or binary mode; an open file is held in memory
+    between the check and the writing, so give a path for a large bundle.
 
     Raises:
-        InvalidSourceError: the file is not a bundle.
+        InvalidSourceError: the file is not a bundle, or is damaged (``line`` names the line).
         IncompatibleStoreError: the bundle is of a newer version than this library reads.
 
     .. versionadded:: 0.1.0
@@ -240,14 +240,18 @@ def import_bundle(
     where = str(file) if isinstance(file, (str, Path)) else getattr(file, "name", "<stream>")
     state = _Import(backend=backend, memory=memory, where=where)
     with ExitStack() as stack:
-        handle = _open(file, "r", stack)
-        _check_header(handle.readline(), where)
-        for number, line in enumerate(handle, start=1):
-            state.line(number + 1, line)
-            if progress is not None and state.last_type == "session":
+        first = _lines(file, stack)
+        if isinstance(file, (str, Path)):
+            check_bundle(first, where, backend)
+            lines: Iterable[bytes | str] = _lines(file, stack)
+        else:
+            held = list(first)
+            check_bundle(held, where, backend)
+            lines = held
+        for number, line in records(lines, where):
+            state.write(number, line)
+            if progress is not None and isinstance(line, SessionLine):
                 progress(len(state.sessions) + len(state.unchanged))
-    if not state.ended:
-        state.problem("truncated_bundle", where, "no end line: the bundle may be incomplete")
     return BundleReport(
         sessions=state.sessions,
         unchanged=state.unchanged,
@@ -269,47 +273,25 @@ class _Import:
         self.messages = 0
         self.memory_entries = 0
         self.problems: list[ImportProblem] = []
-        self.ended = False
-        self.last_type: str | None = None
 
     def problem(self, kind: str, where: str, detail: str) -> None:
         self.problems.append(ImportProblem(kind=kind, where=where, detail=detail))
 
-    def line(self, number: int, text: str) -> None:
-        place = f"{self.where}:{number}"
-        self.last_type = None
-        if not text.strip():
-            return
-        try:
-            data = json.loads(text)
-        except ValueError:
-            torn = "truncated_line" if not text.endswith("\n") else "bad_line"
-            self.problem(torn, place, "not a complete JSON line; skipped")
-            return
-        kind: object = data.get("type") if isinstance(data, dict) else None
-        self.last_type = kind if isinstance(kind, str) else None
-        try:
-            if kind == "session":
-                self._session(data, place)
-            elif kind == "entry":
-                self._entry(serde.structure(data.get("entry"), SessionEntry, path=place))
-            elif kind == "memory":
-                self._memory(data, place)
-            elif kind == "state":
-                self._state(data, place)
-            elif kind == "end":
-                self.ended = True
-            else:
-                self.problem("unknown_record", place, f"record type {kind!r} skipped")
-        except CorruptRecordError as error:
-            self.problem("bad_record", place, f"{error.reason}; skipped")
+    def write(self, number: int, line: Line) -> None:
+        if isinstance(line, SessionLine):
+            self._session(line.record, line.messages)
+        elif isinstance(line, EntryLine):
+            self._entry(line.entry)
+        elif isinstance(line, MemoryLine):
+            self._memory(line.target, line.entries)
+        elif isinstance(line, StateLine):
+            self._state(line.scope, line.value)
+        elif isinstance(line, UnknownLine):
+            self.problem(
+                "unknown_record", f"{self.where}:{number}", f"record type {line.kind!r} skipped"
+            )
 
-    def _session(self, data: dict[str, Any], place: str) -> None:
-        record = serde.structure(data.get("session"), SessionRecord, path=place)
-        raw = data.get("messages") or []
-        if not isinstance(raw, list):
-            raise CorruptRecordError("messages must be a list", path=place)
-        messages = [serde.structure(item, Message, path=place) for item in raw]
+    def _session(self, record: SessionRecord, messages: list[Message]) -> None:
         existing = self.backend.get_session(record.id)
         if existing is None:
             self.backend.create_session(record)
@@ -334,13 +316,6 @@ class _Import:
     def _entry(self, entry: SessionEntry) -> None:
         current = self.backend.get_entry(entry.session_key)
         if current is None:
-            if self.backend.get_session(entry.session_id) is None:
-                self.problem(
-                    "bad_record",
-                    entry.session_key,
-                    f"points at {entry.session_id}, which is neither in the bundle nor the target",
-                )
-                return
             self.backend.put_entry(entry, expected_revision=None)
             self.entries.append(entry.session_key)
             return
@@ -351,17 +326,7 @@ class _Import:
                 f"the key already points at {current.session_id} in the target; it was kept",
             )
 
-    def _state(self, data: dict[str, Any], place: str) -> None:
-        scope: object = data.get("scope")
-        value: object = data.get("value")
-        if not isinstance(scope, str) or not isinstance(value, dict) or not value:
-            raise CorruptRecordError(
-                "a state line needs 'scope' and a non-empty 'value'", path=place
-            )
-        try:
-            check_json(value, f"state[{scope!r}]")
-        except ValueError as error:
-            raise CorruptRecordError(str(error), path=place) from error
+    def _state(self, scope: str, value: dict[str, Any]) -> None:
         held = self.backend.get_state([scope]).get(scope)
         if held is None:
             self.backend.update_state({scope: value})
@@ -370,16 +335,12 @@ class _Import:
                 "conflict", scope, "the target holds other state in this scope; it was kept"
             )
 
-    def _memory(self, data: dict[str, Any], place: str) -> None:
-        target: object = data.get("target")
-        items: object = data.get("entries")
-        if not isinstance(target, str) or not isinstance(items, list):
-            raise CorruptRecordError("a memory line needs 'target' and 'entries'", path=place)
+    def _memory(self, target: str, items: list[str]) -> None:
         if self.memory is None:
             return
         for item in items:
             try:
-                result = self.memory.add(target, str(item))
+                result = self.memory.add(target, item)
             except MemoryRefusedError as error:
                 self.problem("memory_refused", target, str(error))
             else:
