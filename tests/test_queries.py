@@ -129,3 +129,22 @@ def test_search_time_filter_needs_a_timestamp():
     query = SearchQuery(text="x", since=T0)
     assert not query.accepts_message(Message(role="user", content="x"))
     assert query.accepts_message(Message(role="user", content="x", timestamp=T0))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"session_key": "k\udc80"},
+        {"user_id": "\ud800"},
+        {"sources": ("cli\udc80",)},
+        {"session_ids": ("s\udc80",)},
+        {"roles": ("user\udc80",)},
+    ],
+)
+def test_a_search_filter_with_a_lone_surrogate_is_refused(fields):
+    """A SearchQuery filter holding a lone surrogate is InvalidValueError, naming the field."""
+    from hermes_sessions import InvalidValueError  # noqa: PLC0415
+
+    (name,) = fields
+    with pytest.raises(InvalidValueError, match=f"SearchQuery.{name}"):
+        SearchQuery(text="hi", **fields)

@@ -18,7 +18,7 @@ import attrs
 from hermes_sessions.clock import require_aware
 from hermes_sessions.exceptions import InvalidArgumentError, InvalidCursorError
 from hermes_sessions.keys import DEFAULT_KEY_POLICY, is_private_lane
-from hermes_sessions.models import Message, SessionRecord
+from hermes_sessions.models import Message, SessionRecord, check_json
 from hermes_sessions.titles import lineage_key, title_key
 
 if TYPE_CHECKING:
@@ -75,6 +75,16 @@ def _names_required(value: Iterable[str]) -> tuple[str, ...]:
     if names is None:
         raise TypeError("expected a sequence of names, not None")
     return names
+
+
+def _utf8(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Refuse a lone surrogate in a text filter (``InvalidValueError``).
+
+    Nothing stored holds one, and a database driver would fail on it with its own error.
+    """
+    for item in value if isinstance(value, tuple) else (value,):
+        if isinstance(item, str) and not item.isascii():
+            check_json(item, f"{type(instance).__name__}.{attribute.name}")
 
 
 def _positive_or_none(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -206,13 +216,17 @@ class SessionQuery:
     .. versionadded:: 0.1.0
     """
 
-    sources: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
-    exclude_sources: tuple[str, ...] = attrs.field(default=(), converter=_names_required)
-    session_key: str | None = None
-    user_id: str | None = None
+    sources: tuple[str, ...] | None = attrs.field(default=None, converter=_names, validator=_utf8)
+    exclude_sources: tuple[str, ...] = attrs.field(
+        default=(), converter=_names_required, validator=_utf8
+    )
+    session_key: str | None = attrs.field(default=None, validator=_utf8)
+    user_id: str | None = attrs.field(default=None, validator=_utf8)
     archived: bool | None = attrs.field(default=None, validator=_optional_bool)
     ended: bool | None = attrs.field(default=None, validator=_optional_bool)
-    exclude_end_reasons: tuple[str, ...] = attrs.field(default=(), converter=_names_required)
+    exclude_end_reasons: tuple[str, ...] = attrs.field(
+        default=(), converter=_names_required, validator=_utf8
+    )
     """Leave out sessions ended for these reasons (``("compression",)`` hides compressed-away
     sessions, whose conversation continues in a child)."""
     min_messages: int = attrs.field(default=0, validator=_non_negative)
@@ -220,13 +234,13 @@ class SessionQuery:
     started_before: datetime | None = attrs.field(default=None, validator=_optional_aware)
     active_after: datetime | None = attrs.field(default=None, validator=_optional_aware)
     active_before: datetime | None = attrs.field(default=None, validator=_optional_aware)
-    parent_session_id: str | None = None
+    parent_session_id: str | None = attrs.field(default=None, validator=_utf8)
     """Only children of this session."""
-    id_prefix: str | None = None
+    id_prefix: str | None = attrs.field(default=None, validator=_utf8)
     """Only ids starting with this text."""
-    title: str | None = None
+    title: str | None = attrs.field(default=None, validator=_utf8)
     """Only this title, compared with :func:`~hermes_sessions.titles.title_key`."""
-    title_lineage: str | None = None
+    title_lineage: str | None = attrs.field(default=None, validator=_utf8)
     """Only this title and its numbered variants (``X``, ``X #2``, ...)."""
     visible_to: Visibility | None = None
     order: SessionOrder = attrs.field(
@@ -379,15 +393,21 @@ class SearchQuery:
     """
 
     text: str = attrs.field(validator=attrs.validators.instance_of(str))
-    sources: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
+    sources: tuple[str, ...] | None = attrs.field(default=None, converter=_names, validator=_utf8)
     exclude_sources: tuple[str, ...] = attrs.field(
-        default=DEFAULT_EXCLUDED_SOURCES, converter=_names_required
+        default=DEFAULT_EXCLUDED_SOURCES, converter=_names_required, validator=_utf8
     )
-    roles: tuple[str, ...] | None = attrs.field(default=("user", "assistant"), converter=_names)
-    session_key: str | None = None
-    session_ids: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
-    exclude_session_ids: tuple[str, ...] = attrs.field(default=(), converter=_names_required)
-    user_id: str | None = None
+    roles: tuple[str, ...] | None = attrs.field(
+        default=("user", "assistant"), converter=_names, validator=_utf8
+    )
+    session_key: str | None = attrs.field(default=None, validator=_utf8)
+    session_ids: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_names, validator=_utf8
+    )
+    exclude_session_ids: tuple[str, ...] = attrs.field(
+        default=(), converter=_names_required, validator=_utf8
+    )
+    user_id: str | None = attrs.field(default=None, validator=_utf8)
     since: datetime | None = attrs.field(default=None, validator=_optional_aware)
     """Only messages at or after this time."""
     until: datetime | None = attrs.field(default=None, validator=_optional_aware)

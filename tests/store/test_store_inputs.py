@@ -72,3 +72,35 @@ def test_int_ids_are_accepted_as_documented(store):
     source = SessionSource(platform="telegram", chat_id=12345, user_id=678)
     assert source.chat_id == "12345"
     assert store.get_or_create(source).entry.session_key == "agent:main:telegram:dm:12345"
+
+
+def test_a_title_with_a_lone_surrogate_is_the_librarys_error(store):
+    """``set_title`` with a lone surrogate raises InvalidValueError on every backend."""
+    from hermes_sessions import InvalidValueError  # noqa: PLC0415
+
+    lookup = store.get_or_create(SessionSource(platform="cli", chat_id="me"))
+    with pytest.raises(InvalidValueError, match="lone surrogate"):
+        store.set_title(lookup.session_id, "plan \ud800 b")
+    assert store.session(lookup.session_id).title is None
+
+
+@pytest.mark.parametrize("target", ["x\udc80", "20260512\udc80", "plans \ud800 #2"])
+def test_a_resume_target_with_a_lone_surrogate_finds_nothing(store, target):
+    """A /resume target holding a lone surrogate is SessionNotFoundError on every backend."""
+    from hermes_sessions import Message, SessionNotFoundError  # noqa: PLC0415
+
+    lookup = store.get_or_create(SessionSource(platform="cli", chat_id="me"))
+    store.append(lookup.session_id, Message(role="user", content="hi"))
+    with pytest.raises(SessionNotFoundError):
+        store.resume(lookup.entry.session_key, target)
+
+
+@pytest.mark.parametrize(
+    "field", ["session_key", "user_id", "parent_session_id", "id_prefix", "title", "title_lineage"]
+)
+def test_a_query_with_a_lone_surrogate_is_the_librarys_error(store, field):
+    """A SessionQuery text holding a lone surrogate is InvalidValueError, not a driver's error."""
+    from hermes_sessions import InvalidValueError  # noqa: PLC0415
+
+    with pytest.raises(InvalidValueError, match=f"SessionQuery.{field}"):
+        store.list_sessions(SessionQuery(**{field: "x\udc80"}))

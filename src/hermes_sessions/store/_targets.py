@@ -46,6 +46,12 @@ class TargetResolver:
         target = target.strip()
         if not target:
             raise SessionNotFoundError(session_id=target, hint="give a session id or title")
+        if not target.isascii() and _has_surrogate(target):
+            raise SessionNotFoundError(
+                session_id=target,
+                hint="it holds a lone surrogate, which no stored id or title does; decode the "
+                "text with errors='replace' or drop the character",
+            )
         record = self._by_id_or_prefix(target)
         if record is None:
             record = self._by_title(target)
@@ -93,3 +99,11 @@ class TargetResolver:
         if len(top) > 1:
             raise AmbiguousSessionError(target, sorted(r.id for r in top))
         return top[0]
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeAlias
 
 from hermes_sessions.exceptions import TitleConflictError
+from hermes_sessions.models import check_json
 from hermes_sessions.queries import SessionQuery
 from hermes_sessions.store._incognito import lane_side
 from hermes_sessions.titles import (
@@ -68,6 +69,7 @@ def set_title(backend: Backend, record: SessionRecord, title: str | None) -> Ses
     """Set or clear ``record``'s title after checking no other session of its owner has it."""
     clean = sanitize_title(title)
     if clean is not None:
+        check_json(clean, "SessionRecord.title")  # a lone surrogate: before any lookup by it
         lane = lane_side(backend, record.session_key)  # an incognito lane's titles are its own
         check_title_free(lane, clean, owner(record), exclude=record.id)
     return backend.update_session(record.id, values={"title": clean})

@@ -145,3 +145,50 @@ def test_stale_temporary_files_of_dead_processes_are_removed(db_path):
     SQLiteBackend(db_path).close()
     assert not dead.exists()
     assert mine.exists()
+
+
+def _damage_schema_name(db_path):
+    """Damage the schema: a table's name becomes bytes that are not UTF-8."""
+    connection = raw(db_path)
+    connection.execute("CREATE TABLE extra (x)")
+    connection.execute("PRAGMA writable_schema = ON")
+    connection.execute(
+        "UPDATE sqlite_master SET name = CAST(x'65ff78' AS TEXT) WHERE name = 'extra'"
+    )
+    connection.commit()
+    connection.close()
+
+
+def test_a_schema_name_that_is_not_utf8_is_refused_naming_the_file(db_path):
+    """Non-UTF-8 bytes in the schema give CorruptRecordError naming the file, not a decode error."""
+    SQLiteBackend(db_path).close()
+    _damage_schema_name(db_path)
+    with pytest.raises(CorruptRecordError, match="UTF-8") as info:
+        SQLiteBackend(db_path)
+    assert info.value.path == db_path
+    assert str(db_path) in str(info.value)
+
+
+def test_the_cli_reports_a_schema_name_that_is_not_utf8(db_path, capsys):
+    """``check`` on such a store reports the damage (exit 1); ``list`` says it in one line."""
+    from hermes_sessions.cli import main  # noqa: PLC0415
+
+    SQLiteBackend(db_path).close()
+    _damage_schema_name(db_path)
+    home = str(db_path.parent)
+    assert main(["--home", home, "check"]) == 1
+    assert "UTF-8" in capsys.readouterr().out
+    assert main(["--home", home, "list"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "UTF-8" in err
+
+
+def test_a_schema_damaged_while_open_is_refused_naming_the_file(db_path):
+    """A backend already open meets the damaged schema name as CorruptRecordError too."""
+    with SQLiteBackend(db_path) as backend:
+        seed(backend, "s1", None, say("hi"))
+        _damage_schema_name(db_path)
+        with pytest.raises(CorruptRecordError, match="UTF-8") as info:
+            backend.get_session("s1")
+        assert info.value.path == db_path

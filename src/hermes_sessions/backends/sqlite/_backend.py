@@ -133,6 +133,9 @@ class SQLiteBackend(ClosesOnExit):
             if damaged is not None:
                 raise damaged from error
             raise StorageError(f"cannot open the SQLite database {self.path}: {error}") from error
+        except UnicodeDecodeError as error:  # SQLite's message quotes a damaged schema name
+            self.close()
+            raise files.undecodable(error, self.path) from error
         except BaseException:
             self.close()
             raise

@@ -178,6 +178,21 @@ def refuse_foreign(path: Path, tables: list[str]) -> CorruptRecordError:
     )
 
 
+def undecodable(error: UnicodeDecodeError, path: Path) -> CorruptRecordError:
+    """The library's error for text of the file that Python cannot decode.
+
+    sqlite3 decodes SQLite's error messages as UTF-8; a message quoting a damaged schema name
+    (bytes that are not UTF-8) makes it raise ``UnicodeDecodeError`` instead of the error.
+    """
+    return CorruptRecordError(
+        f"the database's schema holds a name that is not valid UTF-8 ({error.reason}), so "
+        "SQLite reports the schema as malformed",
+        path=path,
+        hint="run `hermes-sessions check` on a copy to see the damage, then restore the "
+        "database from a backup (nothing was changed)",
+    )
+
+
 def corruption(error: sqlite3.Error, path: Path) -> CorruptRecordError | None:
     """The library's error for a sqlite3 error that means a damaged or foreign file, else None."""
     if str(error).startswith(_NOT_UTF8):  # text of a row is not UTF-8: sqlite3 cannot decode it

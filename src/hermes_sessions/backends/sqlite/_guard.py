@@ -2,7 +2,8 @@
 
 Calls on a closed backend raise ``BackendClosedError``; a ``sqlite3`` error becomes
 ``StorageError`` (or the damaged-file error ``_files.corruption`` recognises); a damaged row
-is located in the backend's file.
+is located in the backend's file; a damaged schema name (``UnicodeDecodeError``) is a
+``CorruptRecordError`` naming the file.
 """
 
 from __future__ import annotations
@@ -48,5 +49,7 @@ def guarded(
             if damaged is not None:
                 raise damaged from error
             raise StorageError(f"SQLite failed on {self.path}: {error}") from error
+        except UnicodeDecodeError as error:  # SQLite's message quotes a damaged schema name
+            raise files.undecodable(error, self.path) from error
 
     return wrapper
