@@ -110,8 +110,8 @@ def test_arguments_may_be_json_text(store):
 
 
 def test_unused_arguments_are_ignored(store):
-    """Arguments an action does not use (or does not know) do not matter."""
-    result = call(store, action="add", target="memory", content="fact", old_text="x", why="test")
+    """Arguments of the schema that an action does not use do not matter."""
+    result = call(store, action="add", target="memory", content="fact", old_text="x")
     assert result["success"] is True
 
 
@@ -252,28 +252,10 @@ def test_the_schema_constant_is_not_changed_by_calls(store):
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [
-        (None, 3),
-        (5, 5),
-        (5.0, 5),
-        ("5", 5),
-        (" 7 ", 7),
-        ("+4", 4),
-        ("five", 3),
-        ("", 3),
-        (2.5, 3),
-        (True, 3),
-        ([5], 3),
-        ("9" * 40, 3),
-        (0, 1),
-        (-5, 1),
-        ("-2", 1),
-        (500, 10),
-        (float("inf"), 3),
-    ],
+    [(None, 3), (5, 5), (5.0, 5), ("5", 5), (" 7 ", 7), (1, 1), (500, 10), (10**30, 10)],
 )
-def test_integer_arguments_fall_back_and_clamp(value, expected):
-    """Non-integers fall back to the default; integers are clamped to the allowed range."""
+def test_count_arguments_default_and_clamp(value, expected):
+    """A checked count: missing or null is the default, text is read, above the maximum clamps."""
     arguments = {} if value is None else {"limit": value}
     assert tools._int_argument(arguments, "limit", default=3, minimum=1, maximum=10) == expected
 

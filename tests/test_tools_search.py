@@ -65,8 +65,10 @@ def test_schema_is_valid_json_schema():
     validator = jsonschema.Draft202012Validator(function["parameters"])
     validator.validate({"query": "docker", "limit": 3})
     validator.validate({"session_id": "x", "message_id": 4, "window": 2})
-    with pytest.raises(jsonschema.ValidationError):
-        validator.validate({"limit": 99})
+    validator.validate({"limit": 99})  # more than 10 is read as 10 (the description says so)
+    for limit in (0, "many", 2.5):
+        with pytest.raises(jsonschema.ValidationError):
+            validator.validate({"limit": limit})
 
 
 def test_browse_lists_recent_conversations(store, lin_history):
@@ -97,13 +99,13 @@ def test_discover_finds_the_best_hit_per_conversation(store, lin_history):
     assert eve not in found
 
 
-def test_discover_limit_is_clamped_and_defaulted(store, lin_history):
-    """The limit falls back to 3 when not an integer and is clamped to 1..10."""
-    for value in ("many", None, 2.5, True):
-        assert call(store, {"query": "好的", "limit": value})["success"]
+def test_discover_limit_is_defaulted_clamped_and_checked(store, lin_history):
+    """The limit defaults to 3, reads "1" as 1 and 500 as 10; what the schema forbids is refused."""
+    for value in ("many", 2.5, True, -4):
+        assert call(store, {"query": "好的", "limit": value})["code"] == "invalid_arguments"
     assert len(call(store, {"query": "好的"})["results"]) == 3
+    assert len(call(store, {"query": "好的", "limit": None})["results"]) == 3
     assert len(call(store, {"query": "好的", "limit": "1"})["results"]) == 1
-    assert len(call(store, {"query": "好的", "limit": -4})["results"]) == 1
     assert len(call(store, {"query": "好的", "limit": 500})["results"]) == 3
 
 

@@ -111,7 +111,9 @@ if TYPE_CHECKING:
     from hermes_sessions.threats import ThreatScanner
     from hermes_sessions.titles import next_title_in_lineage, sanitize_title, title_key
     from hermes_sessions.tools import (
+        MEMORY_RESULT_SCHEMA,
         MEMORY_TOOL_SCHEMA,
+        SESSION_SEARCH_RESULT_SCHEMA,
         SESSION_SEARCH_TOOL_SCHEMA,
         SearchToolContext,
         handle_memory,
@@ -215,7 +217,9 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
     "hermes_sessions.threats": ("ThreatScanner",),
     "hermes_sessions.titles": ("next_title_in_lineage", "sanitize_title", "title_key"),
     "hermes_sessions.tools": (
+        "MEMORY_RESULT_SCHEMA",
         "MEMORY_TOOL_SCHEMA",
+        "SESSION_SEARCH_RESULT_SCHEMA",
         "SESSION_SEARCH_TOOL_SCHEMA",
         "SearchToolContext",
         "handle_memory",
@@ -230,7 +234,9 @@ _EXPORTS: Final = {name: module for module, names in _MODULES.items() for name i
 
 __all__ = [
     "DELETE",
+    "MEMORY_RESULT_SCHEMA",
     "MEMORY_TOOL_SCHEMA",
+    "SESSION_SEARCH_RESULT_SCHEMA",
     "SESSION_SEARCH_TOOL_SCHEMA",
     "AmbiguousMemoryMatchError",
     "AmbiguousSessionError",

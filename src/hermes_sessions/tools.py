@@ -10,6 +10,14 @@ False, "error": "<what went wrong and what to do>", "code": "<machine-readable r
 They never raise for bad arguments or for anything hermes-sessions refuses on purpose; a model
 reads the error and tries again.
 
+Each handler first checks the arguments against the schema it advertises
+(``hermes_sessions._tool_schema.check_arguments``): what the schema forbids (an unknown
+argument, a wrong type, a value outside an enum or below a minimum) is refused with
+``code="invalid_arguments"``. The leniency models need is part of the schema itself: a count
+may be sent as text (``"5"``), ``null`` means "not given", and a count above the largest one
+used is read as that largest (the description says so). ``*_RESULT_SCHEMA`` describe the
+results (MCP's ``outputSchema``).
+
 The private argument helpers (``_string_argument``, ``_int_argument``, ...) are shared by every
 tool of this module, so each new tool validates its arguments the same way.
 """
@@ -17,12 +25,14 @@ tool of this module, so each new tool validates its arguments the same way.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from hermes_sessions import _tool_schema
+from hermes_sessions._tool_schema import COUNT_PATTERN, check_arguments, count
+from hermes_sessions._tool_schema import ArgumentError as _ArgumentError
 from hermes_sessions.exceptions import (
     HermesSessionsError,
     IncognitoMemoryError,
@@ -39,7 +49,9 @@ if TYPE_CHECKING:
     from hermes_sessions.models import Message, SessionRecord
 
 __all__ = [
+    "MEMORY_RESULT_SCHEMA",
     "MEMORY_TOOL_SCHEMA",
+    "SESSION_SEARCH_RESULT_SCHEMA",
     "SESSION_SEARCH_TOOL_SCHEMA",
     "SearchToolContext",
     "handle_memory",
@@ -48,16 +60,6 @@ __all__ = [
 
 
 # -- shared argument handling ----------------------------------------------------------------------
-
-_INTEGER_TEXT: Final = re.compile(r"[+-]?[0-9]{1,18}")
-
-
-class _ArgumentError(Exception):
-    """A tool argument is missing or malformed (internal: handlers turn it into an error dict)."""
-
-    def __init__(self, message: str, *, argument: str | None = None) -> None:
-        self.argument = argument
-        super().__init__(message)
 
 
 def _tool_error(message: str, *, code: str, **details: Any) -> dict[str, Any]:
@@ -131,25 +133,22 @@ def _choice_argument(arguments: Mapping[str, Any], name: str, choices: tuple[str
 def _int_argument(
     arguments: Mapping[str, Any], name: str, *, default: int, minimum: int, maximum: int
 ) -> int:
-    """Return an integer argument clamped to ``[minimum, maximum]``.
+    """Return a count argument that ``check_arguments`` let through, within ``[minimum, maximum]``.
 
-    Models often send numbers as strings or floats: ``"5"`` and ``5.0`` are read as 5; anything
-    that is not an integer (missing, ``null``, ``"five"``, ``2.5``, ``true``) falls back to
-    ``default``. Out-of-range values are clamped rather than refused.
+    Missing or ``null`` is ``default``; ``"5"`` and ``5.0`` are 5; above ``maximum`` is read as
+    ``maximum``, as the schema's description says.
     """
-    value = arguments.get(name)
-    number: int | None = None
-    if isinstance(value, bool):
-        number = None
-    elif isinstance(value, int):
-        number = value
-    elif isinstance(value, float) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
-        number = int(value.strip())
-    if number is None:
-        number = default
-    return max(minimum, min(maximum, number))
+    return max(minimum, count(arguments.get(name), default=default, maximum=maximum))
+
+
+def _count_property(description: str) -> dict[str, Any]:
+    """A count argument's schema: a positive whole number, or its digits as text, or null."""
+    return {
+        "type": ["integer", "string", "null"],
+        "minimum": 1,
+        "pattern": COUNT_PATTERN,
+        "description": description + ' A whole number; "5" is read as 5.',
+    }
 
 
 # -- memory ----------------------------------------------------------------------------------------
@@ -191,14 +190,14 @@ MEMORY_TOOL_SCHEMA: Final[dict[str, Any]] = {
                     "description": "'memory' for your own notes, 'user' for the user profile.",
                 },
                 "content": {
-                    "type": "string",
+                    "type": ["string", "null"],
                     "description": (
                         "The entry text for 'add', or the new text for 'replace'. One fact or "
                         "a few closely related ones, in plain words."
                     ),
                 },
                 "old_text": {
-                    "type": "string",
+                    "type": ["string", "null"],
                     "description": (
                         "For 'replace' and 'remove': a short, exact (case-sensitive) substring "
                         "of the one entry to change."
@@ -216,6 +215,13 @@ edit the description).
 .. versionadded:: 0.1.0
 """
 
+MEMORY_RESULT_SCHEMA: Final[dict[str, Any]] = _tool_schema.MEMORY_RESULT
+"""The JSON Schema of :func:`handle_memory`'s results, success and refusal alike (MCP's
+``outputSchema``; treat it as read-only).
+
+.. versionadded:: 0.1.0
+"""
+
 
 def handle_memory(
     store: MemoryStore,
@@ -228,10 +234,10 @@ def handle_memory(
 
     ``arguments`` is the call's argument object (or its JSON text): ``action`` (``add``,
     ``replace``, ``remove``), ``target`` (``memory``, ``user``), ``content`` (``add``,
-    ``replace``) and ``old_text`` (``replace``, ``remove``). Arguments that an action does not
-    use are ignored. Success is :meth:`MemoryResult.to_dict
-    <hermes_sessions.memory.MemoryResult.to_dict>`; a refusal is the refusal's
-    :meth:`~hermes_sessions.exceptions.MemoryRefusedError.to_dict`; bad arguments give
+    ``replace``) and ``old_text`` (``replace``, ``remove``). Arguments the schema does not
+    know are refused; known ones an action does not use are ignored. Success is
+    :meth:`MemoryResult.to_dict <hermes_sessions.memory.MemoryResult.to_dict>`; a refusal is
+    the refusal's :meth:`~hermes_sessions.exceptions.MemoryRefusedError.to_dict`; bad arguments give
     ``code="invalid_arguments"``, a held lock ``code="lock_timeout"`` (with ``retryable: true``)
     and other library errors ``code="error"``. Nothing hermes-sessions raises on purpose escapes.
 
@@ -243,6 +249,7 @@ def handle_memory(
     """
     try:
         parsed = _parse_arguments(arguments)
+        check_arguments(parsed, MEMORY_TOOL_SCHEMA["function"]["parameters"])
         if sessions is not None and current_key is not None and sessions.is_incognito(current_key):
             action = _choice_argument(parsed, "action", _MEMORY_ACTIONS)
             target = _choice_argument(parsed, "target", _MEMORY_TARGETS)
@@ -301,39 +308,37 @@ SESSION_SEARCH_TOOL_SCHEMA: Final[dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "query": {
-                    "type": "string",
+                    "type": ["string", "null"],
                     "description": (
                         "Words to look for, e.g. 'docker 部署' or '\"staging db\" OR prod'."
                     ),
                 },
                 "session_id": {
-                    "type": "string",
+                    "type": ["string", "null"],
                     "description": "A conversation id from an earlier result, to read it.",
                 },
-                "message_id": {
-                    "type": "integer",
-                    "description": "With session_id: the message to read around.",
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 10,
-                    "description": (
-                        "How many conversations to return (default 3; 10 when listing)."
-                    ),
-                },
-                "window": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 20,
-                    "description": "With message_id: messages on each side to show (default 5).",
-                },
+                "message_id": _count_property("Only with session_id: the message to read around."),
+                "limit": _count_property(
+                    "How many conversations to return, 1 to 10 (default 3; 10 when listing); "
+                    "more is read as 10."
+                ),
+                "window": _count_property(
+                    "With message_id: messages on each side to show, 1 to 20 (default 5); "
+                    "more is read as 20."
+                ),
             },
             "additionalProperties": False,
         },
     },
 }
 """The ``session_search`` tool in the OpenAI function-tool format (treat it as read-only).
+
+.. versionadded:: 0.1.0
+"""
+
+SESSION_SEARCH_RESULT_SCHEMA: Final[dict[str, Any]] = _tool_schema.SESSION_SEARCH_RESULT
+"""The JSON Schema of :func:`handle_session_search`'s results, every shape and errors alike
+(MCP's ``outputSchema``; treat it as read-only).
 
 .. versionadded:: 0.1.0
 """
@@ -361,8 +366,9 @@ def handle_session_search(
     """Run one ``session_search`` tool call and return its JSON-serialisable result.
 
     The shape follows the arguments: nothing → ``browse``; ``query`` → ``discover``;
-    ``session_id`` → ``read``; ``session_id`` and ``message_id`` → ``scroll``. A session the
-    requester may not see is reported exactly like one that does not exist.
+    ``session_id`` → ``read``; ``session_id`` and ``message_id`` → ``scroll`` (``message_id``
+    without ``session_id`` is refused). A session the requester may not see is reported
+    exactly like one that does not exist.
 
     .. versionadded:: 0.1.0
     """
@@ -377,8 +383,14 @@ def handle_session_search(
 
 
 def _search_shape(context: SearchToolContext, parsed: Mapping[str, Any]) -> dict[str, Any]:
+    check_arguments(parsed, SESSION_SEARCH_TOOL_SCHEMA["function"]["parameters"])
     session_id = _optional_string_argument(parsed, "session_id")
     query = _optional_string_argument(parsed, "query")
+    if session_id is None and parsed.get("message_id") is not None:
+        raise _ArgumentError(
+            "'message_id' needs 'session_id': give the conversation the message is in",
+            argument="message_id",
+        )
     if session_id is not None and parsed.get("message_id") is not None:
         return _scroll(context, session_id, parsed)
     if session_id is not None:
@@ -550,7 +562,7 @@ def _scroll(
     context: SearchToolContext, session_id: str, arguments: Mapping[str, Any]
 ) -> dict[str, Any]:
     record = _visible_session(context, session_id)
-    message_id = _int_argument(arguments, "message_id", default=-1, minimum=-1, maximum=2**62)
+    message_id = _int_argument(arguments, "message_id", default=1, minimum=1, maximum=2**62)
     window = _int_argument(arguments, "window", default=5, minimum=1, maximum=20)
     anchor = context.store.backend.get_message(record.id, message_id)
     if anchor is None or not anchor.active:  # a retracted or undone message is not shown

@@ -17,6 +17,7 @@ from hermes_sessions.exceptions import MissingDependencyError
 from hermes_sessions.memory import MemoryStore
 from hermes_sessions.models import Message, SessionSource
 from hermes_sessions.store import SessionStore
+from hermes_sessions.tools import MEMORY_RESULT_SCHEMA, SESSION_SEARCH_RESULT_SCHEMA
 
 pytest.importorskip("mcp")
 from mcp import Client, MCPError, StdioServerParameters
@@ -71,8 +72,13 @@ def test_the_tools_are_listed_with_the_library_schemas(store, tmp_path, mode):
 
     tools = {tool.name: tool for tool in with_client(server, scenario, mode)}
     assert set(tools) == {"session_search", "memory"}
-    assert tools["session_search"].input_schema["properties"]["query"]["type"] == "string"
+    assert tools["session_search"].input_schema["properties"]["query"]["type"] == [
+        "string",
+        "null",
+    ]
     assert tools["memory"].input_schema["required"] == ["action", "target"]
+    assert tools["session_search"].output_schema == SESSION_SEARCH_RESULT_SCHEMA
+    assert tools["memory"].output_schema == MEMORY_RESULT_SCHEMA
     assert tools["session_search"].annotations.read_only_hint is True
 
 
@@ -151,6 +157,50 @@ def test_the_memory_tool_edits_the_memory_files(store, tmp_path):
     assert MemoryStore(tmp_path).entries("user") == ("prefers short answers",)
     assert bad.is_error is True
     assert bad.structured_content["code"] == "invalid_arguments"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "argument"),
+    [
+        ({"query": "deploy", "limit": "many"}, "limit"),
+        ({"query": "deploy", "limit": 0}, "limit"),
+        ({"query": "deploy", "everything": True}, "everything"),
+        ({"message_id": 1}, "message_id"),
+    ],
+)
+def test_arguments_the_input_schema_forbids_are_tool_errors(store, arguments, argument):
+    """What the advertised inputSchema forbids comes back as an error result naming the argument."""
+    server = build_server(store, parse_requester("telegram:42"))
+
+    async def scenario(client):
+        return await client.call_tool("session_search", arguments)
+
+    result = with_client(server, scenario)
+    assert result.is_error is True
+    assert result.structured_content["code"] == "invalid_arguments"
+    assert result.structured_content["argument"] == argument
+
+
+def test_structured_results_fit_the_output_schema(store):
+    """Every shape's structured result validates against the tool's declared outputSchema."""
+    jsonschema = pytest.importorskip("jsonschema")
+    server = build_server(store, parse_requester("telegram:42"))
+    alice = session_of(store, ALICE)
+
+    async def scenario(client):
+        calls = [
+            {},
+            {"query": "deploy", "limit": "2"},
+            {"session_id": alice},
+            {"session_id": alice, "message_id": 1, "window": 50},
+            {"limit": "many"},
+        ]
+        return [await client.call_tool("session_search", arguments) for arguments in calls]
+
+    results = with_client(server, scenario)
+    assert [r.is_error for r in results] == [False, False, False, False, True]
+    for result in results:
+        jsonschema.validate(result.structured_content, SESSION_SEARCH_RESULT_SCHEMA)
 
 
 def test_an_unknown_tool_is_a_tool_error(store):

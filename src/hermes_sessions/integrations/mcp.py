@@ -4,7 +4,8 @@
 ``Server``) for one *requester*, the person whose conversations an MCP client (a desktop
 assistant, an IDE, another agent) may look through:
 
-* tool ``session_search`` — the library's tool with its own schema; every call applies the
+* tool ``session_search`` — the library's tool with its own schema (arguments the schema
+  forbids are refused) and its result schema as ``outputSchema``; every call applies the
   resume access rule to the requester (:class:`~hermes_sessions.queries.Visibility`), so no
   argument reaches another user's conversation;
 * tool ``memory`` — the memory files (``MEMORY.md``, ``USER.md``), when a
@@ -35,7 +36,9 @@ from hermes_sessions.models import SessionSource
 from hermes_sessions.queries import Visibility
 from hermes_sessions.serde import compact_json, converter, message_dict
 from hermes_sessions.tools import (
+    MEMORY_RESULT_SCHEMA,
     MEMORY_TOOL_SCHEMA,
+    SESSION_SEARCH_RESULT_SCHEMA,
     SESSION_SEARCH_TOOL_SCHEMA,
     SearchToolContext,
     handle_memory,
@@ -172,6 +175,7 @@ def build_server(
             functools.partial(handle_session_search, context),
         ),
     }
+    results = {"session_search": SESSION_SEARCH_RESULT_SCHEMA, "memory": MEMORY_RESULT_SCHEMA}
     if memory is not None:
         handlers["memory"] = (MEMORY_TOOL_SCHEMA, functools.partial(handle_memory, memory))
     tools = [
@@ -179,6 +183,7 @@ def build_server(
             name=tool_name,
             description=schema["function"]["description"],
             input_schema=schema["function"]["parameters"],
+            output_schema=results[tool_name],
             annotations=types.ToolAnnotations(
                 read_only_hint=tool_name == "session_search", open_world_hint=False
             ),
