@@ -35,7 +35,7 @@ def test_demo_suggestions_work(capsys, demo_home):
     assert sessions
     code, out, _ = run(capsys, "--home", demo_home, "show", sessions[0]["id"])
     assert code == 0
-    assert "user:" in out
+    assert "林晓 (Lin):" in out
     code, out, _ = run(capsys, "--home", demo_home, "search", "部署")
     assert code == 0
     assert ">>>部署<<<" in out

@@ -126,3 +126,19 @@ def test_cli_imports_lists_and_searches_the_profile(tmp_path, capsys):
     for query in ("连接池", "インストール", "권한"):
         assert main(["--home", home, "search", query, "--json"]) == 0
         assert json.loads(capsys.readouterr().out), query
+
+
+def test_cli_search_finds_the_profiles_tool_output_by_role(tmp_path, capsys):
+    """After import-hermes, ``search --role tool`` finds tool output a default search leaves out."""
+    from hermes_sessions.cli import main  # noqa: PLC0415
+
+    home = str(tmp_path / "home")
+    assert main(["--home", home, "import-hermes", str(FIXTURE), "--timezone", "Asia/Shanghai"]) == 0
+    capsys.readouterr()
+    search = ["--home", home, "search", "youer", "--json", "--limit", "100"]
+    assert main(search) == 0
+    assert {hit["role"] for hit in json.loads(capsys.readouterr().out)} <= {"user", "assistant"}
+    assert main([*search, "--role", "tool"]) == 0
+    tool_hits = json.loads(capsys.readouterr().out)
+    assert tool_hits
+    assert {hit["role"] for hit in tool_hits} == {"tool"}

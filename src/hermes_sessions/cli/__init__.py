@@ -11,6 +11,7 @@ exit with status 2; ``check`` exits with 1 when it finds a problem.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import warnings
@@ -28,6 +29,12 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 _READ_ONLY = frozenset({"list", "show", "search", "stats", "check"})
+
+
+def _zone(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tz", metavar="ZONE", help="show times in this IANA zone (default: the host's)"
+    )
 
 
 def _filters(parser: argparse.ArgumentParser) -> None:
@@ -94,13 +101,22 @@ def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per 
     _filters(listing)
     listing.add_argument("--all", action="store_true", help="include ended and archived ones")
     listing.add_argument("--limit", type=_positive, default=50, help="at most N (default 50)")
+    _zone(listing)
     show = _command(commands, "show", "print a session's transcript")
     show.add_argument("id", help="session id or a unique prefix of one")
     show.add_argument("--inactive", action="store_true", help="include soft-deleted messages")
+    _zone(show)
     search = _command(commands, "search", "search messages across sessions")
     search.add_argument("query", help="the query (docs/search.md: AND, OR, NOT, phrases, CJK)")
     _filters(search)
     search.add_argument("--limit", type=_positive, default=20, help="at most N hits (default 20)")
+    search.add_argument(
+        "--role",
+        action="append",
+        help="only messages of this role: user, assistant, tool, system, or all "
+        "(repeatable; default: user and assistant)",
+    )
+    _zone(search)
     rename = _command(commands, "rename", "set a session's title")
     rename.add_argument("id")
     rename.add_argument("title", help="the new title ('' removes it)")
@@ -246,9 +262,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return _run(args)
+    except BrokenPipeError:  # `| head` closed the pipe: stop quietly, as other tools do
+        _silence_stdout()
+        return 0
     except (UsageError, HermesSessionsError, OSError) as error:
         message = " ".join(str(error).split()) or type(error).__name__
         sys.stderr.write(f"hermes-sessions {args.command}: {message}\n")
         return 2
-    except BrokenPipeError:  # pragma: no cover  # `| head` closed the pipe
-        return 0
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device: the interpreter's last flush finds no pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)

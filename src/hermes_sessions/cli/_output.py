@@ -6,8 +6,9 @@ import re
 import shutil
 import sys
 import unicodedata
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Final
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -20,8 +21,10 @@ __all__ = [
     "parse_duration",
     "parse_moment",
     "parse_size",
+    "parse_zone",
     "progress_printer",
     "table",
+    "zone_label",
 ]
 
 _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -116,6 +119,27 @@ def parse_moment(text: str, now: datetime) -> datetime:
     if moment.tzinfo is None:
         moment = moment.astimezone()
     return moment.astimezone(UTC)
+
+
+def parse_zone(name: str | None) -> tzinfo:
+    """The IANA zone ``name`` (``--tz``), or the host's zone for ``None``."""
+    if name is None:
+        from hermes_sessions.policy import host_timezone  # noqa: PLC0415  # reads /etc once
+
+        return host_timezone()
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise UsageError(
+            f"unknown time zone {name!r}; give an IANA name such as Asia/Shanghai or UTC"
+        ) from None
+
+
+def zone_label(zone: tzinfo, moment: datetime) -> str:
+    """``Asia/Shanghai (UTC+08:00)``: the zone's name and its offset at ``moment``."""
+    offset = moment.astimezone(zone).strftime("%z") or "+0000"
+    name = getattr(zone, "key", None) or moment.astimezone(zone).tzname() or "local"
+    return f"{name} (UTC{offset[:3]}:{offset[3:]})"
 
 
 def progress_printer(what: str, stream: TextIO | None = None) -> Callable[[int, int], None] | None:

@@ -9,13 +9,22 @@ import attrs
 
 from hermes_sessions import serde
 from hermes_sessions.checks import CheckReport, corrupt_problem, make_report
-from hermes_sessions.cli._output import UsageError, display_width, parse_moment, table
+from hermes_sessions.cli._output import (
+    UsageError,
+    display_width,
+    fit,
+    parse_moment,
+    parse_zone,
+    table,
+    zone_label,
+)
 from hermes_sessions.exceptions import AmbiguousSessionError
 from hermes_sessions.protocols import SupportsCheck
 from hermes_sessions.queries import SessionQuery
 
 if TYPE_CHECKING:
     import argparse
+    from datetime import datetime, tzinfo
     from typing import TextIO
 
     from hermes_sessions.exceptions import CorruptRecordError
@@ -30,8 +39,16 @@ def emit(out: TextIO, value: Any) -> None:
     out.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
-def _when(record: SessionRecord) -> str:
-    return record.last_active.astimezone().strftime("%Y-%m-%d %H:%M")
+_TITLE_WIDTH = 30
+"""Columns a title takes at most in the search table."""
+
+
+def _when(moment: datetime | None, zone: tzinfo) -> str:
+    return "" if moment is None else moment.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+
+
+def _zone_name(zone: tzinfo, moment: datetime) -> str:
+    return zone_label(zone, moment).split(" (")[0]
 
 
 def resolve(store: SessionStore, target: str) -> SessionRecord:
@@ -87,6 +104,7 @@ def cmd_list(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
         limit=args.limit,
     )
     items = store.list_sessions(query, include_compressed=args.all).items
+    zone = parse_zone(args.tz)
     if args.json:
         emit(out, [{**serde.unstructure(i.record), "preview": i.preview} for i in items])
         return 0
@@ -98,14 +116,22 @@ def cmd_list(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
             i.record.id,
             i.record.source,
             str(i.record.message_count),
-            _when(i.record),
+            _when(i.record.last_active, zone),
             ("archived" if i.record.archived else i.record.end_reason or "open"),
-            i.record.title or i.preview or "",
+            _title_cell(i.record.title, i.preview),
         ]
         for i in items
     ]
-    out.write(table(["ID", "SOURCE", "MSGS", "LAST ACTIVE", "STATE", "TITLE"], rows) + "\n")
+    active = f"LAST ACTIVE ({_zone_name(zone, store.clock.now())})"
+    out.write(table(["ID", "SOURCE", "MSGS", active, "STATE", "TITLE"], rows) + "\n")
     return 0
+
+
+def _title_cell(title: str | None, preview: str | None) -> str:
+    """The title; for an untitled session its first message, quoted and marked as not a title."""
+    if title:
+        return title
+    return f'(untitled) "{preview}"' if preview else "(untitled)"
 
 
 def _content_text(message: Message) -> str:
@@ -132,8 +158,18 @@ def _call_text(call: dict[str, Any]) -> str:
     return f"→ {name}({arguments})"
 
 
+def _label(message: Message) -> str:
+    """Who speaks: the sender's name (or id) for a user message that has one, else the role."""
+    label = message.role
+    if message.role == "user" and (message.sender_name or message.sender_id):
+        label = str(message.sender_name or message.sender_id)
+    elif message.role == "tool" and message.tool_name:
+        label = f"tool {message.tool_name}"
+    return label if message.active else f"{label} (deleted)"
+
+
 def cmd_show(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
-    """Print one session's transcript (tool calls and results readable)."""
+    """Print one session's transcript (senders named, tool calls and results readable)."""
     record = resolve(store, args.id)
     messages = store.transcript(record.id, include_inactive=args.inactive)
     if args.json:
@@ -145,17 +181,24 @@ def cmd_show(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
             },
         )
         return 0
+    zone = parse_zone(args.tz)
     out.write(f"{record.id}  {record.title or '(untitled)'}\n")
     state = record.end_reason or "open"
     out.write(
         f"source {record.source} · {record.message_count} messages · {state} · "
-        f"started {record.started_at.astimezone():%Y-%m-%d %H:%M}\n\n"
+        f"started {_when(record.started_at, zone)} · "
+        f"times in {zone_label(zone, record.started_at)}\n"
     )
+    day = None
     for message in messages:
-        stamp = f"{message.timestamp.astimezone():%H:%M}" if message.timestamp else "     "
-        label = message.role if message.active else f"{message.role} (deleted)"
-        if message.role == "tool" and message.tool_name:
-            label = f"tool {message.tool_name}"
+        stamp = "     "
+        if message.timestamp is not None:
+            local = message.timestamp.astimezone(zone)
+            if local.date() != day:
+                day = local.date()
+                out.write(f"\n── {day:%Y-%m-%d %a} ──\n")
+            stamp = f"{local:%H:%M}"
+        label = _label(message)
         text = _content_text(message)
         if text:
             out.write(f"[{stamp}] {label}: {text}\n")
@@ -163,10 +206,20 @@ def cmd_show(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _roles(args: argparse.Namespace) -> dict[str, Any]:
+    """``roles`` for the search: every role for ``--role all``, the ones named, or the default."""
+    if not args.role:
+        return {}
+    return {"roles": None} if "all" in args.role else {"roles": tuple(args.role)}
+
+
 def cmd_search(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
-    """Search messages across sessions."""
+    """Search messages across sessions: each hit's date, session, source, role and title.
+
+    Each hit's snippet follows on a line of its own, so no column narrows it.
+    """
     filters = _filters(args, store)
-    hits = store.search(args.query, limit=args.limit, **filters)
+    hits = store.search(args.query, limit=args.limit, **filters, **_roles(args))
     if args.json:
         emit(
             out,
@@ -175,6 +228,10 @@ def cmd_search(store: SessionStore, args: argparse.Namespace, out: TextIO) -> in
                     "session_id": hit.session.id,
                     "message_id": hit.message.id,
                     "role": hit.message.role,
+                    "timestamp": None
+                    if hit.message.timestamp is None
+                    else serde.dump_datetime(hit.message.timestamp),
+                    "source": hit.session.source,
                     "title": hit.session.title,
                     "score": hit.score,
                     "snippet": hit.snippet,
@@ -186,8 +243,24 @@ def cmd_search(store: SessionStore, args: argparse.Namespace, out: TextIO) -> in
     if not hits:
         out.write(f"no messages match {args.query!r}\n")
         return 0
-    rows = [[hit.session.id, hit.message.role, hit.snippet] for hit in hits]
-    out.write(table(["SESSION", "ROLE", "SNIPPET"], rows) + "\n")
+    zone = parse_zone(args.tz)
+    rows = [
+        [
+            _when(hit.message.timestamp, zone),
+            hit.session.id,
+            hit.session.source,
+            _label(hit.message),
+            fit(hit.session.title or "", _TITLE_WIDTH).rstrip(),
+        ]
+        for hit in hits
+    ]
+    date = f"DATE ({_zone_name(zone, store.clock.now())})"
+    header, *lines = table([date, "SESSION", "SOURCE", "ROLE", "TITLE"], rows).splitlines()
+    out.write(header + "\n")
+    out.writelines(
+        f"{line}\n    {' '.join(hit.snippet.split())}\n"
+        for line, hit in zip(lines, hits, strict=True)
+    )
     return 0
 
 
