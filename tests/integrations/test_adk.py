@@ -482,3 +482,45 @@ def test_a_retried_append_of_the_same_event_stores_it_once(memory_store):
     run(service.append_event(found, same_id))
     again = run(service.get_session(app_name=APP, user_id="u1", session_id="s1"))
     assert [e.content.parts[0].text for e in again.events] == ["once", "another"]
+
+
+def test_async_with_gives_the_service_and_leaves_a_store_it_does_not_own_open(memory_store):
+    """``async with service as s`` gives the service; a store handed in stays usable after."""
+
+    async def scenario():
+        async with HermesSessionService(memory_store) as service:
+            await service.create_session(app_name=APP, user_id="u1", session_id="s1")
+            return service
+
+    service = run(scenario())
+    assert isinstance(service, HermesSessionService)
+    assert run(service.get_session(app_name=APP, user_id="u1", session_id="s1")) is not None
+    assert memory_store.list_sessions(limit=None).items
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_service_that_owns_its_store_closes_it(kind):
+    """With ``owns_store=True`` leaving ``async with`` (or ``close()``) closes the store once."""
+    from hermes_sessions.exceptions import BackendClosedError  # noqa: PLC0415
+
+    store = SessionStore(InMemoryBackend())
+    handed = store if kind == "sync" else AsyncSessionStore(store)
+
+    async def scenario():
+        async with HermesSessionService(handed, owns_store=True) as service:
+            await service.create_session(app_name=APP, user_id="u1", session_id="s1")
+        await service.close()  # a second close does nothing
+        return service
+
+    service = run(scenario())
+    with pytest.raises(BackendClosedError):
+        store.backend.get_session("s1")
+    with pytest.raises(BackendClosedError):
+        run(service.get_session(app_name=APP, user_id="u1", session_id="s1"))
+
+
+def test_close_of_a_service_that_does_not_own_its_store_keeps_it_open(memory_store):
+    """``close()`` releases only what the service owns: a store handed in is the caller's."""
+    service = HermesSessionService(memory_store)
+    run(service.close())
+    assert memory_store.backend.get_session("nope") is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 from urllib.parse import quote
 
 from google.adk.errors._stale_session_error import StaleSessionError
@@ -33,6 +33,7 @@ from hermes_sessions.text import searchable_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from types import TracebackType
 
     from hermes_sessions.models import SessionEntry, SessionRecord
 
@@ -118,8 +119,12 @@ class HermesSessionService(BaseSessionService):
             also orders the service's calls with the host's other work on the lane).
         resets: Apply the store's reset policy for platform ``adk`` when a session is read,
             as an inbound message would. Off by default: an ADK session never resets.
+        owns_store: Close the store when the service closes. Off by default: a store handed
+            in is the host's, which closes it (as ADK's ``DatabaseSessionService`` leaves an
+            engine it was given open).
 
-    The service does not own the store; the host closes it.
+    ``async with HermesSessionService(store) as service:`` gives the service and calls
+    :meth:`close` when the block ends, as ADK's own services do.
 
     .. versionadded:: 0.1.0
     """
@@ -127,7 +132,13 @@ class HermesSessionService(BaseSessionService):
     store: SessionStore
     """The store the sessions live in."""
 
-    def __init__(self, store: SessionStore | AsyncSessionStore, *, resets: bool = False) -> None:
+    def __init__(
+        self,
+        store: SessionStore | AsyncSessionStore,
+        *,
+        resets: bool = False,
+        owns_store: bool = False,
+    ) -> None:
         if isinstance(store, AsyncSessionStore):
             self._aio: AsyncSessionStore | None = store
             self.store = store.store
@@ -139,9 +150,39 @@ class HermesSessionService(BaseSessionService):
                 f"store must be a SessionStore or an AsyncSessionStore, got {type(store).__name__}"
             )
         self._resets = resets
+        self._owns_store = owns_store
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"<HermesSessionService on {self.store!r}>"
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Release what the service owns: the store when ``owns_store=True``; else nothing.
+
+        Closing again does nothing.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if not self._owns_store:
+            return
+        if self._aio is not None:
+            await self._aio.aclose()
+        else:
+            await asyncio.to_thread(self.store.close)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
 
     async def _call(self, key: str | None, function: Callable[[], R]) -> R:
         if self._aio is None or key is None:
