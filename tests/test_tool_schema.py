@@ -225,3 +225,22 @@ def test_every_memory_result_fits_the_result_schema(tmp_path):
         {"action": "add", "target": "memory", "content": 5},
     ]:
         validator.validate(handle_memory(store, arguments))
+
+
+def test_the_checker_explains_other_patterns_and_types():
+    """A string pattern that is not a count, and a value of no JSON type, get plain errors."""
+    from hermes_sessions._tool_schema import ArgumentError, check_arguments  # noqa: PLC0415
+
+    schema = {"properties": {"code": {"type": "string", "pattern": "^[a-z]+$"}}}
+    with pytest.raises(ArgumentError, match=r"'code' must match \^\[a-z\]\+\$, got 'A1'"):
+        check_arguments({"code": "A1"}, schema)
+    with pytest.raises(ArgumentError, match="must be a string, got set"):
+        check_arguments({"code": {1}}, schema)
+
+
+def test_a_count_that_was_not_checked_is_refused():
+    """``count`` refuses what no count schema lets through (a list), rather than guessing."""
+    from hermes_sessions._tool_schema import ArgumentError, count  # noqa: PLC0415
+
+    with pytest.raises(ArgumentError, match="expected a count"):
+        count([5], default=3, maximum=10)

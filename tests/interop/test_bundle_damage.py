@@ -165,6 +165,14 @@ def test_a_malformed_state_value_is_refused(tmp_path):
     _refused(tmp_path, _bundle(tmp_path, lines), at + 1, "value")
 
 
+def test_a_state_value_over_the_scope_limit_is_refused(tmp_path):
+    """A state value larger than a scope may hold refuses the bundle before anything is written."""
+    lines = _lines()
+    at = _index(lines, "state")
+    lines[at]["value"] = {"big": "x" * 70_000}
+    _refused(tmp_path, _bundle(tmp_path, lines), at + 1, "bytes")
+
+
 def test_a_torn_last_line_is_refused(tmp_path):
     """A last line without its newline (a bundle cut short) refuses the bundle."""
     lines = _lines()
@@ -239,3 +247,77 @@ def test_a_line_that_is_not_an_object_is_refused(tmp_path):
     lines = _lines()
     lines.insert(2, [1, 2])
     _refused(tmp_path, _bundle(tmp_path, lines), 3, "object")
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        (b"{not json}\n", "not a JSON line"),
+        (b'{"type": "state", "scope": 5, "value": {"a": 1}}\n', "scope must be a string"),
+        (b'{"type": "state", "scope": "app|main", "value": {"a": NaN}}\n', "NaN"),
+        (b'{"type": "memory", "target": "user", "entries": [1]}\n', "must be strings"),
+        (b'{"type": "entry", "entry": {"session_key": 5}}\n', "SessionEntry"),
+    ],
+)
+def test_each_kind_of_damaged_line_is_named(tmp_path, line, words):
+    """Every way a line can be damaged refuses the bundle with its line and what is wrong."""
+    lines = _lines()
+    lines.insert(2, line)
+    _refused(tmp_path, _bundle(tmp_path, lines), 3, words)
+
+
+def test_an_end_line_with_counts_that_are_not_counts_is_refused(tmp_path):
+    """An end line whose counts are not whole numbers refuses the bundle."""
+    lines = _lines()
+    lines[-1]["sessions"] = "two"
+    _refused(tmp_path, _bundle(tmp_path, lines), len(lines), "counts")
+
+
+def test_blank_lines_are_skipped(tmp_path):
+    """Blank lines between records are not damage."""
+    lines = _lines()
+    lines.insert(2, b"\n")
+    lines.insert(4, b"   \n")
+    report = import_bundle(InMemoryBackend(), _bundle(tmp_path, lines))
+    assert report.sessions == ("s1", "s2")
+
+
+@pytest.mark.parametrize("body", [b"", b"\xff\xfe\n", b"[1]\n"])
+def test_a_file_without_a_bundle_header_is_refused(tmp_path, body):
+    """An empty file, or one whose first line is not a bundle header, is not a bundle."""
+    path = tmp_path / "b.jsonl"
+    path.write_bytes(body)
+    with pytest.raises(InvalidSourceError, match="not a hermes-sessions bundle"):
+        import_bundle(InMemoryBackend(), path)
+
+
+def test_a_header_with_a_bad_version_is_refused(tmp_path):
+    """A header whose version is not a positive whole number is refused, naming line 1."""
+    path = tmp_path / "b.jsonl"
+    path.write_text(json.dumps({"format": "hermes-sessions-bundle", "version": "1"}) + "\n")
+    with pytest.raises(InvalidSourceError, match="invalid bundle version") as caught:
+        import_bundle(InMemoryBackend(), path)
+    assert caught.value.line == 1
+
+
+def test_a_text_stream_that_is_not_utf8_is_refused(tmp_path):
+    """An open text file that does not decode is refused before anything is written."""
+    lines = _lines()
+    lines.insert(2, b'{"type": "lane", "x": "\xff"}\n')
+    raw = b"".join(
+        line if isinstance(line, bytes) else json.dumps(line).encode() + b"\n" for line in lines
+    )
+    stream = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")
+    target = InMemoryBackend()
+    with pytest.raises(InvalidSourceError, match="UTF-8") as caught:
+        import_bundle(target, stream)
+    assert caught.value.line is not None
+    assert caught.value.line <= 3  # the decoder reads ahead of the line it gives
+    assert target.get_session("s1") is None
+
+
+def test_a_session_line_whose_messages_are_not_a_list_is_refused(tmp_path):
+    """A session line whose messages are an object refuses the bundle."""
+    lines = _lines()
+    lines[1]["messages"] = {}
+    _refused(tmp_path, _bundle(tmp_path, lines), 2, "must be a list")

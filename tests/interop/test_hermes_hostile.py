@@ -282,3 +282,23 @@ def test_a_long_lineage_listed_children_first_is_ordered_in_linear_passes(profil
     profile.close()
     report = import_hermes(profile.root, _store(), timezone=ZONE)
     assert list(report.sessions) == [f"s{n}" for n in reversed(range(count))]
+
+
+def test_a_symlink_loop_is_reported_not_followed(profile):
+    """A transcript that is a link to itself is skipped and reported as unresolvable."""
+    profile.session("s1")
+    profile.close()
+    loop = profile.root / "sessions" / "loop.jsonl"
+    loop.symlink_to(loop)
+    report = import_hermes(profile.root, _store(), timezone=ZONE)
+    (problem,) = [p for p in report.problems if p.where.endswith("loop.jsonl")]
+    assert problem.kind == "outside_profile"
+    assert "cannot be resolved" in problem.detail
+
+
+def test_a_database_without_either_table_is_refused(tmp_path):
+    """A SQLite state.db holding neither Hermes table is refused, naming both."""
+    home = tmp_path / "h"
+    _database(home, "CREATE TABLE notes (x TEXT);")
+    with pytest.raises(InvalidSourceError, match="no sessions and no messages table"):
+        import_hermes(home, _store(), timezone=ZONE)

@@ -48,6 +48,7 @@ from hermes_sessions.interop._bundle_lines import (
     StateLine,
     UnknownLine,
     check_bundle,
+    held_lines,
     records,
 )
 from hermes_sessions.interop._report import BundleReport, ImportProblem
@@ -245,7 +246,7 @@ def import_bundle(
             check_bundle(first, where, backend)
             lines: Iterable[bytes | str] = _lines(file, stack)
         else:
-            held = list(first)
+            held = held_lines(first, where)
             check_bundle(held, where, backend)
             lines = held
         for number, line in records(lines, where):

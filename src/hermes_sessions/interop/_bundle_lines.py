@@ -27,7 +27,7 @@ from hermes_sessions.exceptions import (
 from hermes_sessions.interop._text import JSONTooDeepError, load_json
 from hermes_sessions.legacy_keys import read_session_key
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, check_json
-from hermes_sessions.state import StateScope
+from hermes_sessions.state import MAX_STATE_BYTES, StateScope, state_size
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -44,6 +44,7 @@ __all__ = [
     "StateLine",
     "UnknownLine",
     "check_bundle",
+    "held_lines",
     "records",
 ]
 
@@ -216,6 +217,11 @@ def _state(data: dict[str, Any], _place: str) -> Line:
         check_json(value, f"state[{scope!r}]")
     except ValueError as error:
         raise _DamageError(str(error)) from None
+    if state_size(value) > MAX_STATE_BYTES:
+        raise _DamageError(
+            f"the state of {scope!r} is {state_size(value):,} bytes, over the "
+            f"{MAX_STATE_BYTES:,} a scope may hold"
+        )
     return StateLine(scope, value)
 
 
@@ -284,10 +290,28 @@ def records(lines: Iterable[bytes | str], where: str) -> Iterator[tuple[int, Lin
         raise _refuse(where, number, str(damage)) from None
     except CorruptRecordError as error:
         raise _refuse(where, number, error.reason) from None
-    except UnicodeDecodeError as error:  # a text stream failing to decode its next line
-        raise _refuse(where, number + 1, f"not UTF-8 text ({error.reason})") from None
     if number == 0:
         _header(None, where)
+
+
+def held_lines(stream: Iterable[bytes | str], where: str) -> list[bytes | str]:
+    """Every line of an open file, read into memory (a stream cannot be read twice).
+
+    Raises:
+        InvalidSourceError: a text stream's bytes are not UTF-8. Its decoder reads ahead, so
+            ``line`` is the first line it could not give (the damage is there or before it).
+    """
+    held: list[bytes | str] = []
+    try:
+        held.extend(stream)
+    except UnicodeDecodeError as error:
+        raise InvalidSourceError(
+            f"{where}: not UTF-8 text ({error.reason}) at or before line {len(held) + 1}; "
+            "nothing was imported (pass the file's path or a binary stream to learn the line)",
+            path=where,
+            line=len(held) + 1,
+        ) from None
+    return held
 
 
 def _lookahead(
