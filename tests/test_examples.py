@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import FRAMEWORKS_REASON, missing_for_source
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.testing import BackendContract
 
@@ -103,6 +104,8 @@ EXPECTED = {
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda path: path.name)
 def test_example_runs(script, tmp_path):
     """The example exits cleanly and its output shows what it demonstrates."""
+    if missing_for_source(script.read_text(encoding="utf-8")) is not None:
+        pytest.skip(FRAMEWORKS_REASON)
     result = subprocess.run(
         [sys.executable, str(script)],
         capture_output=True,
