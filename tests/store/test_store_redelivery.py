@@ -1,11 +1,14 @@
-"""A redelivered webhook costs nothing twice: ``seen`` before the model, ``AppendResult`` after."""
+"""A redelivered webhook costs nothing twice: the lookup first, ``AppendResult`` after."""
 
 from __future__ import annotations
 
 import multiprocessing
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from store_scenarios import DM, reply, user, with_policy
 
 from hermes_sessions import (
@@ -17,7 +20,9 @@ from hermes_sessions import (
 )
 from hermes_sessions.backends import open_backend
 from hermes_sessions.backends.encrypted import EncryptedBackend
+from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.cipher import Cipher, StaticKeys
+from hermes_sessions.testing import FrozenClock
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -177,6 +182,57 @@ def test_the_redelivery_lookup_refuses_an_empty_platform_id(store):
     """An empty platform id is a caller's mistake, not a new message."""
     with pytest.raises(InvalidArgumentError, match="platform_message_id"):
         store.get_or_create(DM, platform_message_id="")
+
+
+OPERATIONS = st.lists(
+    st.one_of(
+        st.just(("new", 0)),
+        st.tuples(st.just("again"), st.integers(min_value=0, max_value=20)),
+        st.tuples(st.just("wait"), st.sampled_from([5, 59, 61, 180])),
+        st.just(("reset", 0)),
+    ),
+    max_size=30,
+)
+
+
+@given(operations=OPERATIONS)
+def test_a_redelivery_in_the_window_never_rotates_or_stores(operations):
+    """Within the window a redelivery changes nothing, whatever the mix of gaps and /new."""
+    clock = FrozenClock(datetime(2026, 5, 12, 1, 0, tzinfo=UTC))
+    idle = ResetPolicies(ResetPolicy(mode="idle", idle_minutes=60))
+    store = SessionStore(InMemoryBackend(), clock=clock, resets=idle)
+    rotations: list[object] = []
+    store.on_rotate(rotations.append)
+    holder: dict[str, int] = {}  # platform id -> index of the newest session holding it
+    current, idle_since, sent = -1, clock.now(), 0
+    for kind, value in operations:
+        if kind == "wait":
+            clock.advance(minutes=value)
+            continue
+        if kind == "reset":
+            if current >= 0:
+                store.reset(store.key_for(DM))
+                current, idle_since = current + 1, clock.now()
+            continue
+        if kind == "new" or value >= sent:
+            pid, sent = f"chat:{sent}", sent + 1
+        else:
+            pid = f"chat:{value}"
+        before = len(rotations)
+        lookup = store.get_or_create(DM, platform_message_id=pid)
+        if pid in holder and holder[pid] >= current - 1:  # in the window: a redelivery
+            assert lookup.redelivered is not None
+            assert (lookup.reset, len(rotations)) == (None, before)
+            continue
+        assert lookup.redelivered is None
+        expired = current >= 0 and clock.now() - idle_since > timedelta(minutes=60)
+        current += 1 if current < 0 or expired else 0
+        assert len(rotations) - before == (1 if lookup.created else 0)
+        store.append(lookup.session_id, user("q", platform_message_id=pid), reply("a"))
+        holder[pid], idle_since = current, clock.now()
+    sessions = store.list_sessions(limit=None).items
+    assert len(sessions) == current + 1
+    assert all(summary.record.message_count % 2 == 0 for summary in sessions)
 
 
 @pytest.mark.parametrize("inner", ["sqlite", "jsonl"])
