@@ -41,6 +41,7 @@ EXPECTED = {
         "(window kept",
         'like "[Ada] hello"',
         "Started a fresh conversation: nothing was said here for 24h.",
+        "(a redelivery: answered already, nothing to do)",
         "(closed agent for session",
     ],
     "openai_agents_session.py": [
