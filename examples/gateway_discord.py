@@ -150,7 +150,7 @@ async def main() -> None:
             listeners = asyncio.all_tasks() - {asyncio.current_task()}
             await asyncio.gather(*listeners)  # the listeners discord.py scheduled
 
-        post = store.entry(f"agent:main:discord:thread:{FORUM}:{POST}")
+        post = store.entry(f"agent:main:discord:thread:{FORUM}:thread:{POST}")
         print(
             "the forum post, shared:",
             [(m.sender_name, m.content) for m in store.transcript(post.session_id)],

@@ -107,7 +107,7 @@ async def main() -> None:
             for data in UPDATES:
                 await application.process_update(Update.de_json(data, application.bot))
 
-        lane = store.entry("agent:main:telegram:group:-1002285219667:17585")
+        lane = store.entry("agent:main:telegram:group:-1002285219667:thread:17585")
         print("forum topic, shared by both members:")
         for stored in store.transcript(lane.session_id):
             print(f"  {stored.sender_name}: {stored.content}")

@@ -108,7 +108,7 @@ def test_a_forum_post_is_a_shared_thread_under_its_channel(message):
     event = adapter.convert(message("discord_forum_post"))
     assert isinstance(event, NewMessage)
     key = build_session_key(event.source)
-    assert key == "agent:main:discord:thread:1180000000000000200:1180000000000000300"
+    assert key == "agent:main:discord:thread:1180000000000000200:thread:1180000000000000300"
     assert event.source.platform_chat_type == "public_thread"
     assert event.source.parent_chat_id == "1180000000000000200"
 

@@ -63,7 +63,7 @@ def test_a_group_thread_is_shared(event):
     """Two members of one group thread land on one key (DESIGN §3.2: threads are shared)."""
     first = converted(event, "feishu_group_thread")
     second = converted(event, "feishu_group_thread_other_member")
-    assert build_session_key(first.source) == "agent:main:feishu:group:oc_xxx:omt_1"
+    assert build_session_key(first.source) == "agent:main:feishu:group:oc_xxx:thread:omt_1"
     assert build_session_key(second.source) == build_session_key(first.source)
 
 
@@ -71,9 +71,8 @@ def test_thread_members_are_isolated_only_when_asked(event):
     """With both per-user flags on, each member of the thread gets their own lane."""
     policy = KeyPolicy(thread_sessions_per_user=True)
     first = converted(event, "feishu_group_thread")
-    assert (
-        build_session_key(first.source, policy) == "agent:main:feishu:group:oc_xxx:omt_1:on_union1"
-    )
+    expected = "agent:main:feishu:group:oc_xxx:thread:omt_1:on_union1"
+    assert build_session_key(first.source, policy) == expected
 
 
 def test_union_id_is_the_participant_and_the_sender(event):
