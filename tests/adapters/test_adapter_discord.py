@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_sessions import build_session_key
+from hermes_sessions import AdapterPayloadError, build_session_key
 from hermes_sessions.adapters import Edit, NewMessage, Retract
 from hermes_sessions.adapters import discord as adapter
 
@@ -163,10 +163,11 @@ def test_a_guild_payload_without_channel_info_is_a_text_channel():
 
 
 def test_bots_and_empty_messages_give_nothing():
-    """Messages from bots, the bot itself, without content, or without an id give ``None``."""
+    """Messages from bots, the bot itself, or without content give ``None``; no id is refused."""
     data = load("discord_guild_text")
     assert adapter.convert({**data, "author": {**data["author"], "bot": True}}) is None
     own = {**data, "author": {**data["author"], "id": str(BOT)}}
     assert adapter.convert(own, bot_user_id=BOT) is None
     assert adapter.convert({**data, "content": ""}) is None
-    assert adapter.convert({**data, "id": None}) is None
+    with pytest.raises(AdapterPayloadError, match="discord event: id is missing"):
+        adapter.convert({**data, "id": None})

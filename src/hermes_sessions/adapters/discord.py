@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from hermes_sessions.adapters._events import Edit, InboundEvent, NewMessage, Retract
-from hermes_sessions.adapters._payload import content_of, dig, plain, text_or_none
+from hermes_sessions.adapters._payload import Fields, content_of, plain, text_or_none
 from hermes_sessions.models import JSONObject, Message, SessionSource
 
 __all__ = ["convert", "payload_of", "source_of"]
@@ -53,6 +53,9 @@ _THREADS: Final = frozenset({"public_thread", "private_thread", "news_thread"})
 _MIME_KINDS: Final = ("image", "audio", "video")
 
 
+_FIELDS: Final = Fields("discord")
+
+
 def convert(
     message: object,
     *,
@@ -62,34 +65,39 @@ def convert(
 ) -> InboundEvent | None:
     """What a Discord message means for the transcript; ``None`` if nothing.
 
+    A payload without a field Discord always sends (``id``, ``author`` and its ``id``, the
+    channel) or with one of the wrong type raises :class:`~hermes_sessions.AdapterPayloadError`.
+
     .. versionadded:: 0.1.0
     """
     data = payload_of(message)
-    author: JSONObject = data.get("author") or {}
+    author: JSONObject = _FIELDS.need(data, "author", "dict")
     bot = None if bot_user_id is None else str(bot_user_id)
-    if author.get("bot") or (bot is not None and str(author.get("id")) == bot):
+    is_bot = _FIELDS.get(author, "bot", "bool", at="author")
+    if is_bot or (bot is not None and _FIELDS.get(author, "id", "id", at="author") == bot):
         return None
     source = source_of(data, platform=platform)
     pmid = source.message_id
-    if pmid is None:
+    if pmid is None:  # source_of needs the id; this only narrows the type
         return None
     if deleted:
         return Retract(source=source, platform_message_id=pmid)
-    text = text_or_none(data.get("content"))
+    text = _FIELDS.get(data, "content", "text") or None
     mentioned = False
     if text is not None and bot is not None:
         text, count = re.subn(rf"<@!?{re.escape(bot)}>", "", text)
         mentioned = count > 0
         text = " ".join(text.split()) or None
-    content = content_of(text, [_part(a) for a in data.get("attachments") or []])
-    if data.get("edited_timestamp"):
+    content = content_of(text, [_part(a) for a in _FIELDS.items(data, "attachments")])
+    if _FIELDS.get(data, "edited_timestamp", "str"):
         return Edit(source=source, platform_message_id=pmid, content=content)
     if content is None:
         return None
     extra: JSONObject = {}
-    reply = dig(data, "message_reference", "message_id")
+    reference: JSONObject | None = _FIELDS.get(data, "message_reference", "dict")
+    reply = None if reference is None else _FIELDS.get(reference, "message_id", "id")
     if reply is not None:
-        extra["reply_to"] = str(reply)
+        extra["reply_to"] = reply
     if mentioned:
         extra["mentions_bot"] = True
     return NewMessage(
@@ -108,30 +116,50 @@ def convert(
 def source_of(data: JSONObject, *, platform: str = "discord") -> SessionSource:
     """The :class:`SessionSource` of a message payload (as :func:`payload_of` returns it).
 
+    Raises:
+        AdapterPayloadError: A field Discord always sends is missing or of the wrong type.
+
     .. versionadded:: 0.1.0
     """
-    channel: JSONObject = data.get("channel") or {}
-    channel_id = channel.get("id") or data.get("channel_id")
-    raw = channel.get("type")
-    if raw is None:
-        raw = "text" if data.get("guild_id") else "private"
-    raw_type = CHANNEL_TYPE_NAMES.get(raw, str(raw)) if isinstance(raw, int) else str(raw)
-    parent = channel.get("parent_id")
+    if not isinstance(data, dict):
+        _FIELDS.refuse("message", "must be an object")
+    channel: JSONObject = _FIELDS.get(data, "channel", "dict") or {}
+    channel_id = _FIELDS.get(channel, "id", "id", at="channel") or _FIELDS.get(
+        data, "channel_id", "id"
+    )
+    if channel_id is None:
+        _FIELDS.refuse("channel_id", "is missing, and the platform always sends it")
+    guild = _FIELDS.get(data, "guild_id", "id")
+    raw_type = _channel_type(channel.get("type"), guild)
+    parent = _FIELDS.get(channel, "parent_id", "id", at="channel")
     in_thread = raw_type in _THREADS and parent is not None
-    author: JSONObject = data.get("author") or {}
+    author: JSONObject = _FIELDS.need(data, "author", "dict")
     return SessionSource(
         platform=platform,
-        chat_id=_id(parent if in_thread else channel_id),
+        chat_id=parent if in_thread else channel_id,
         chat_type=raw_type,
         platform_chat_type=raw_type,
-        user_id=_id(author.get("id")),
-        thread_id=_id(channel_id) if in_thread else None,
+        user_id=_FIELDS.need(author, "id", "id", at="author"),
+        thread_id=channel_id if in_thread else None,
         chat_name=text_or_none(channel.get("name")),
         user_name=text_or_none(author.get("global_name")) or text_or_none(author.get("username")),
-        scope_id=_id(data.get("guild_id")),
-        parent_chat_id=_id(parent),
-        message_id=_id(data.get("id")),
+        scope_id=guild,
+        parent_chat_id=parent,
+        message_id=_FIELDS.need(data, "id", "id"),
     )
+
+
+def _channel_type(raw: object, guild: str | None) -> str:
+    """discord.py's name for the channel type (the API's number, or a name, as given)."""
+    if raw is None:
+        return "text" if guild else "private"
+    if isinstance(raw, str) and raw.isdigit():
+        raw = int(raw)
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return CHANNEL_TYPE_NAMES.get(raw, str(raw))
+    if not isinstance(raw, str) or not raw:
+        _FIELDS.refuse("channel.type", "must be the API's channel type number or its name")
+    return raw
 
 
 def payload_of(message: object) -> JSONObject:
@@ -142,9 +170,10 @@ def payload_of(message: object) -> JSONObject:
     .. versionadded:: 0.1.0
     """
     if isinstance(message, Mapping):
-        data = plain(message)
-        assert isinstance(data, dict)  # noqa: S101  # plain() keeps a mapping a dict
+        data: JSONObject = plain(message)
         return data
+    if not hasattr(message, "channel") or not hasattr(message, "author"):
+        _FIELDS.refuse("message", "is neither a discord.py Message nor a payload (a mapping)")
     m: Any = message
     channel = m.channel
     kind = getattr(channel, "type", None)
@@ -190,7 +219,8 @@ def _id(value: object) -> str | None:
 def _part(attachment: JSONObject) -> JSONObject:
     mime = str(attachment.get("content_type") or "")
     kind = next((k for k in _MIME_KINDS if mime.startswith(f"{k}/")), "file")
-    part: JSONObject = {"type": kind, "attachment_id": _id(attachment.get("id"))}
+    attachment_id = _FIELDS.get(attachment, "id", "id", at="attachments")
+    part: JSONObject = {"type": kind, "attachment_id": attachment_id}
     for ours, theirs in (("url", "url"), ("name", "filename"), ("mime_type", "content_type")):
         if attachment.get(theirs):
             part[ours] = attachment[theirs]
