@@ -3,12 +3,15 @@
 An adapter turns a framework's event into one of three values: a :class:`NewMessage` (someone
 said something), an :class:`Edit` (they changed it) or a :class:`Retract` (they recalled it,
 撤回). Each carries the :class:`~hermes_sessions.models.SessionSource` that names the
-conversation, so the three go to the same session key. :func:`apply` performs one with the
-store's own operations; adapters themselves never touch a store.
+conversation, so the three go to the same session key. :func:`apply` performs one with a
+:class:`~hermes_sessions.store.SessionStore`'s own operations, :func:`aapply` with an
+:class:`~hermes_sessions.aio.AsyncSessionStore`'s (for asyncio hosts: nothing blocks the event
+loop); adapters themselves never touch a store.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
@@ -19,12 +22,13 @@ from hermes_sessions.models import Message, MessageContent, SessionSource
 if TYPE_CHECKING:
     # Only an annotation on Applied, which attrs never resolves: importing the store here
     # would double the cost of importing an adapter.
+    from hermes_sessions.aio import AsyncSessionStore
     from hermes_sessions.store import (
         SessionLookup,  # noqa: TC004
         SessionStore,
     )
 
-__all__ = ["Applied", "Edit", "InboundEvent", "NewMessage", "Retract", "apply"]
+__all__ = ["Applied", "Edit", "InboundEvent", "NewMessage", "Retract", "aapply", "apply"]
 
 
 def _platform_id(_instance: object, attribute: attrs.Attribute[str], value: object) -> None:
@@ -105,8 +109,16 @@ def apply(store: SessionStore, event: InboundEvent) -> Applied:
     An :class:`Edit` or :class:`Retract` goes to the current session of the source's key and
     never creates one: a recall of a message the store never saw changes nothing.
 
+    Raises:
+        InvalidArgumentError: ``store`` is an ``AsyncSessionStore`` (use :func:`aapply`).
+
     .. versionadded:: 0.1.0
     """
+    if inspect.iscoroutinefunction(getattr(store, "get_or_create", None)):
+        raise InvalidArgumentError(
+            "apply() takes a SessionStore; with an AsyncSessionStore, use "
+            "'await aapply(store, event)' so the store's work does not block the event loop"
+        )
     if isinstance(event, NewMessage):
         lookup = store.get_or_create(event.source)
         stored = store.append(lookup.session_id, event.message)
@@ -125,6 +137,45 @@ def apply(store: SessionStore, event: InboundEvent) -> Applied:
         return Applied(event=event, session_id=session_id, message=retracted)
     try:
         edited = store.edit(session_id, event.platform_message_id, event.content)
+    except SessionNotFoundError:
+        edited = None
+    return Applied(event=event, session_id=session_id, message=edited)
+
+
+async def aapply(store: AsyncSessionStore, event: InboundEvent) -> Applied:
+    """Perform ``event`` on an :class:`~hermes_sessions.aio.AsyncSessionStore` (``apply``'s twin).
+
+    The same steps as :func:`apply`, each awaited: the store runs them off the event loop, so
+    an asyncio gateway's handlers never wait on a disk commit.
+
+    Raises:
+        InvalidArgumentError: ``store`` is a blocking ``SessionStore`` (use :func:`apply`).
+
+    .. versionadded:: 0.1.0
+    """
+    if not inspect.iscoroutinefunction(getattr(store, "get_or_create", None)):
+        raise InvalidArgumentError(
+            "aapply() takes an AsyncSessionStore; with a SessionStore, use 'apply(store, event)' "
+            "(or wrap it: AsyncSessionStore(store))"
+        )
+    if isinstance(event, NewMessage):
+        lookup = await store.get_or_create(event.source)
+        stored = await store.append(lookup.session_id, event.message)
+        return Applied(
+            event=event,
+            session_id=lookup.session_id,
+            message=stored[0] if stored else None,
+            lookup=lookup,
+        )
+    try:
+        session_id = (await store.entry(store.key_for(event.source))).session_id
+    except SessionNotFoundError:
+        return Applied(event=event, session_id=None, message=None)
+    if isinstance(event, Retract):
+        retracted = await store.retract(session_id, event.platform_message_id)
+        return Applied(event=event, session_id=session_id, message=retracted)
+    try:
+        edited = await store.edit(session_id, event.platform_message_id, event.content)
     except SessionNotFoundError:
         edited = None
     return Applied(event=event, session_id=session_id, message=edited)
