@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -32,15 +31,6 @@ def lark_event(name):
 def inner_event(name):
     """Only the ``event`` part of the body."""
     return load(name)["event"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def close_lark_loop():
-    """Close the event loop ``import lark_oapi`` creates at import time, once these tests end."""
-    yield
-    loop = getattr(sys.modules.get("lark_oapi.ws.client"), "loop", None)
-    if loop is not None and not loop.is_running() and not loop.is_closed():
-        loop.close()
 
 
 FRAMEWORKS = {"payload": load, "event-body": inner_event, "lark-oapi": lark_event}

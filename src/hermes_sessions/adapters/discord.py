@@ -27,11 +27,13 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+import attrs
+
 from hermes_sessions.adapters._events import Edit, InboundEvent, NewMessage, Retract
 from hermes_sessions.adapters._payload import Fields, content_of, plain, text_or_none
 from hermes_sessions.models import JSONObject, Message, SessionSource
 
-__all__ = ["convert", "payload_of", "source_of"]
+__all__ = ["convert", "interaction_source", "payload_of", "source_of"]
 
 CHANNEL_TYPE_NAMES: Final = {
     0: "text",
@@ -147,6 +149,72 @@ def source_of(data: JSONObject, *, platform: str = "discord") -> SessionSource:
         parent_chat_id=parent,
         message_id=_FIELDS.need(data, "id", "id"),
     )
+
+
+def interaction_source(interaction: object, *, platform: str = "discord") -> SessionSource | None:
+    """The conversation of the user who acted: a discord.py ``Interaction`` or its payload.
+
+    Works for component interactions (buttons, selects) and commands alike. The channel (a
+    thread's parent plus the thread, as for messages) is the interaction's; the sender is the
+    user who acted (``member.user`` in a guild, ``user`` in a DM), so in a guild channel it is
+    their own lane. ``None`` for an interaction outside a channel.
+
+    Raises:
+        AdapterPayloadError: the user or their ``id`` is missing or of the wrong type.
+
+    .. versionadded:: 0.1.0
+    """
+    data = _interaction_payload(interaction)
+    member: JSONObject | None = _FIELDS.get(data, "member", "dict")
+    where = "member.user" if member is not None else "user"
+    user: JSONObject = (
+        _FIELDS.need(member, "user", "dict", at="member")
+        if member is not None
+        else _FIELDS.need(data, "user", "dict")
+    )
+    _FIELDS.need(user, "id", "id", at=where)
+    channel: JSONObject | None = _FIELDS.get(data, "channel", "dict")
+    if channel is None and _FIELDS.get(data, "channel_id", "id") is None:
+        return None
+    as_message = {
+        "id": _FIELDS.need(data, "id", "id"),
+        "channel": channel,
+        "channel_id": data.get("channel_id"),
+        "guild_id": data.get("guild_id"),
+        "author": user,
+    }
+    return attrs.evolve(source_of(as_message, platform=platform), message_id=None)
+
+
+def _interaction_payload(interaction: object) -> JSONObject:
+    """A discord.py ``Interaction`` as the gateway's interaction payload (a mapping as it is)."""
+    if isinstance(interaction, Mapping):
+        data: JSONObject = plain(interaction)
+        return data
+    if not hasattr(interaction, "user") or not hasattr(interaction, "channel_id"):
+        _FIELDS.refuse("interaction", "is neither a discord.py Interaction nor a payload")
+    i: Any = interaction
+    channel = i.channel
+    kind = getattr(channel, "type", None)
+    user = i.user
+    return {
+        "id": i.id,
+        "guild_id": i.guild_id,
+        "channel_id": i.channel_id,
+        "channel": None
+        if channel is None
+        else {
+            "id": channel.id,
+            "type": getattr(kind, "name", kind),
+            "parent_id": getattr(channel, "parent_id", None),
+            "name": getattr(channel, "name", None),
+        },
+        "user": {
+            "id": user.id,
+            "username": user.name,
+            "global_name": getattr(user, "global_name", None),
+        },
+    }
 
 
 def _channel_type(raw: object, guild: str | None) -> str:

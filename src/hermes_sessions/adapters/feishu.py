@@ -36,7 +36,7 @@ from hermes_sessions.adapters._payload import (
 )
 from hermes_sessions.models import JSONObject, Message, SessionSource
 
-__all__ = ["convert", "source_of"]
+__all__ = ["convert", "interaction_source", "source_of"]
 
 _FILE_KINDS: Final = {
     "image": "image",
@@ -118,6 +118,50 @@ def source_of(
     .. versionadded:: 0.1.0
     """
     return _source(plain(event), "event", platform=platform, tenant_key=tenant_key)
+
+
+def interaction_source(
+    event: object, *, chat_type: str, thread_id: str | None = None, platform: str = "feishu"
+) -> SessionSource | None:
+    """The conversation of the user who acted on a card: a ``card.action.trigger`` callback.
+
+    Takes lark-oapi's ``P2CardActionTrigger`` or its JSON (the whole body or its ``event``).
+    The chat is the card's (``context.open_chat_id``); the sender is the ``operator`` who
+    clicked (``union_id`` preferred, like a message's sender), so in a group it is their own
+    lane. Feishu's callback names neither the chat's type nor a thread, so pass them: the
+    ``chat_type`` of the chat (``p2p`` or ``group``; the stored source of the card's
+    conversation has it) and the ``thread_id`` if the card was posted in a thread. ``None`` for
+    a card outside a chat (no ``open_chat_id``).
+
+    Raises:
+        AdapterPayloadError: ``operator`` or its ``open_id``, or ``context``, is missing or of
+            the wrong type.
+
+    .. versionadded:: 0.1.0
+    """
+    data = plain(event)
+    if not isinstance(data, dict):
+        return None
+    at = ""
+    body: Any = data
+    if "schema" in data or "header" in data or "event" in data:
+        body, at = _FIELDS.need(data, "event", "dict"), "event"
+    operator: JSONObject = _FIELDS.need(body, "operator", "dict", at=at)
+    who = f"{at}.operator".lstrip(".")
+    context: JSONObject = _FIELDS.need(body, "context", "dict", at=at)
+    chat = _FIELDS.get(context, "open_chat_id", "str", at=f"{at}.context".lstrip("."))
+    if chat is None:
+        return None
+    return SessionSource(
+        platform=platform,
+        chat_id=chat,
+        chat_type=chat_type,
+        platform_chat_type=chat_type,
+        user_id=_FIELDS.need(operator, "open_id", "str", at=who),
+        user_id_alt=_FIELDS.get(operator, "union_id", "str", at=who),
+        thread_id=thread_id,
+        scope_id=_FIELDS.get(operator, "tenant_key", "str", at=who),
+    )
 
 
 def _source(event: JSONObject, at: str, *, platform: str, tenant_key: object) -> SessionSource:

@@ -34,7 +34,7 @@ from hermes_sessions.adapters._events import Edit, InboundEvent, NewMessage, Ret
 from hermes_sessions.adapters._payload import Fields, content_of, plain, qualified, text_or_none
 from hermes_sessions.models import JSONObject, Message, MessageContent, SessionSource
 
-__all__ = ["convert", "source_of"]
+__all__ = ["convert", "interaction_source", "source_of"]
 
 _PLAIN_SUBTYPES: Final = frozenset({None, "file_share", "thread_broadcast", "me_message"})
 _MIME_KINDS: Final = ("image", "audio", "video")
@@ -134,6 +134,55 @@ def source_of(
     .. versionadded:: 0.1.0
     """
     return _source(plain(message), "event", platform=platform, team=team)
+
+
+def interaction_source(body: object, *, platform: str = "slack") -> SessionSource | None:
+    """The conversation of the user who acted: a ``block_actions`` or ``message_action`` body.
+
+    Takes the interaction payload (what a slack-bolt ``@app.action`` or ``@app.shortcut``
+    listener receives as ``body``). The channel and the thread are those of the message acted
+    on (a thread's root stays in the channel's lane); the sender is ``user``, the one who
+    clicked, so in a channel it is their own lane. ``None`` for interactions outside a
+    conversation (a modal, the App Home) and for other payload types.
+
+    Raises:
+        AdapterPayloadError: ``user`` or its ``id`` is missing or of the wrong type.
+
+    .. versionadded:: 0.1.0
+    """
+    data = plain(body)
+    if not isinstance(data, dict):
+        return None
+    if _FIELDS.need(data, "type", "str") not in {"block_actions", "message_action"}:
+        return None
+    user: JSONObject = _FIELDS.need(data, "user", "dict")
+    user_id = _FIELDS.need(user, "id", "str", at="user")
+    channel: JSONObject = _FIELDS.get(data, "channel", "dict") or {}
+    container: JSONObject = _FIELDS.get(data, "container", "dict") or {}
+    message: JSONObject = _FIELDS.get(data, "message", "dict") or {}
+    channel_id = _FIELDS.get(channel, "id", "str", at="channel") or _FIELDS.get(
+        container, "channel_id", "str", at="container"
+    )
+    if channel_id is None:
+        return None
+    ts = _FIELDS.get(container, "message_ts", "str", at="container") or _FIELDS.get(
+        message, "ts", "str", at="message"
+    )
+    thread = _FIELDS.get(container, "thread_ts", "str", at="container") or _FIELDS.get(
+        message, "thread_ts", "str", at="message"
+    )
+    team: JSONObject = _FIELDS.get(data, "team", "dict") or {}
+    return SessionSource(
+        platform=platform,
+        chat_id=channel_id,
+        chat_type="dm" if channel_id.startswith("D") else "channel",
+        user_id=user_id,
+        thread_id=thread if thread != ts else None,
+        user_name=_FIELDS.get(user, "name", "str", at="user")
+        or _FIELDS.get(user, "username", "str", at="user"),
+        scope_id=_FIELDS.get(team, "id", "str", at="team")
+        or _FIELDS.get(user, "team_id", "str", at="user"),
+    )
 
 
 def _source(message: JSONObject, at: str, *, platform: str, team: str | None) -> SessionSource:

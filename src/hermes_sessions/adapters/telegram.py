@@ -31,7 +31,7 @@ from hermes_sessions.adapters._events import Edit, InboundEvent, NewMessage
 from hermes_sessions.adapters._payload import Fields, content_of, plain, qualified, text_or_none
 from hermes_sessions.models import JSONObject, Message, SessionSource
 
-__all__ = ["convert", "source_of"]
+__all__ = ["convert", "interaction_source", "source_of"]
 
 _NEW: Final = ("message", "channel_post", "business_message")
 _EDITED: Final = ("edited_message", "edited_channel_post", "edited_business_message")
@@ -124,6 +124,55 @@ def source_of(message: JSONObject, *, platform: str = "telegram") -> SessionSour
     .. versionadded:: 0.1.0
     """
     return _source(plain(message), platform=platform, at="message")
+
+
+def interaction_source(event: object, *, platform: str = "telegram") -> SessionSource | None:
+    """The conversation of the user who pressed an inline button: a ``callback_query``.
+
+    Takes the ``Update`` or its ``CallbackQuery`` (a framework object or the JSON). The chat and
+    the forum topic are those of the message the button is on; the sender is the user who
+    pressed it (``from``), never the bot that sent that message, so in a group it is the
+    presser's own lane. ``None`` for an Update of another kind and for a button on an inline-mode
+    message (``inline_message_id``), which names no chat.
+
+    Raises:
+        AdapterPayloadError: ``from``, the message's ``chat`` or its id or type is missing or
+            of the wrong type.
+
+    .. versionadded:: 0.1.0
+    """
+    data = plain(event)
+    if not isinstance(data, dict):
+        return None
+    at = "callback_query"
+    query: JSONObject = data
+    if "update_id" in data:
+        if "callback_query" not in data:
+            return None
+        query = _FIELDS.need(data, "callback_query", "dict")
+    sender: JSONObject = _FIELDS.need(query, "from", "dict", at=at)
+    user_id = _FIELDS.need(sender, "id", "id", at=f"{at}.from")
+    message: JSONObject | None = _FIELDS.get(query, "message", "dict", at=at)
+    if message is None:
+        if _FIELDS.get(query, "inline_message_id", "str", at=at):
+            return None
+        _FIELDS.refuse(f"{at}.message", "is missing, and the query has no inline_message_id")
+    where = f"{at}.message"
+    chat: JSONObject = _FIELDS.need(message, "chat", "dict", at=where)
+    raw_type = _FIELDS.need(chat, "type", "str", at=f"{where}.chat")
+    topic = None
+    if _FIELDS.get(message, "is_topic_message", "bool", at=where):
+        topic = _FIELDS.need(message, "message_thread_id", "id", at=where)
+    return SessionSource(
+        platform=platform,
+        chat_id=_FIELDS.need(chat, "id", "id", at=f"{where}.chat"),
+        chat_type=raw_type,
+        platform_chat_type=raw_type,
+        user_id=user_id,
+        thread_id=topic,
+        chat_name=_name(chat) if raw_type != "private" else None,
+        user_name=_name(sender),
+    )
 
 
 def _source(message: JSONObject, *, platform: str, at: str) -> SessionSource:
