@@ -42,6 +42,10 @@ _TELEGRAM_MESSAGES = (
 
 
 def _telegram_required(payload: dict[str, Any]) -> set[Path_]:
+    if "message_reaction" in payload:
+        fields = {("message_reaction", "chat"), ("message_reaction", "message_id")}
+        fields |= {("message_reaction", "chat", "id"), ("message_reaction", "chat", "type")}
+        return {("message_reaction",), *fields}
     name = next(k for k in _TELEGRAM_MESSAGES if k in payload)
     message = payload[name]
     required: set[Path_] = {("update_id",), (name,), (name, "message_id"), (name, "chat")}
@@ -58,6 +62,10 @@ def _slack_required(payload: dict[str, Any]) -> set[Path_]:
     if lead:
         required.add(lead)
     subtype = event.get("subtype")
+    if event.get("type") in {"reaction_added", "reaction_removed"}:
+        item = (*lead, "item")
+        required = {(*lead, "type"), (*lead, "user"), (*lead, "reaction"), item}
+        return required | {(*item, "type"), (*item, "channel"), (*item, "ts"), lead}
     if subtype == "message_changed":
         required |= {(*lead, "message"), (*lead, "message", "ts"), (*lead, "message", "user")}
     elif subtype == "message_deleted":

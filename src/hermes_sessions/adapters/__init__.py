@@ -17,9 +17,19 @@ from hermes_sessions.adapters._events import (
     Edit,
     InboundEvent,
     NewMessage,
+    React,
     Retract,
     aapply,
     apply,
 )
 
-__all__ = ["Applied", "Edit", "InboundEvent", "NewMessage", "Retract", "aapply", "apply"]
+__all__ = [
+    "Applied",
+    "Edit",
+    "InboundEvent",
+    "NewMessage",
+    "React",
+    "Retract",
+    "aapply",
+    "apply",
+]

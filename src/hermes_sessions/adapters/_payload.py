@@ -23,10 +23,11 @@ import attrs
 from hermes_sessions.exceptions import AdapterPayloadError
 
 if TYPE_CHECKING:
-    from hermes_sessions.models import JSONObject, MessageContent
+    from hermes_sessions.models import JSONObject, MessageContent, SessionSource
 
 __all__ = [
     "Fields",
+    "chat_lane",
     "content_of",
     "dig",
     "json_object",
@@ -170,3 +171,10 @@ def content_of(text: str | None, parts: Iterable[JSONObject]) -> MessageContent:
         return text
     lead: list[JSONObject] = [{"type": "text", "text": text}] if text else []
     return lead + attachments
+
+
+def chat_lane(source: SessionSource) -> tuple[SessionSource, ...]:
+    """The chat's lane without a member, where a shared chat's messages are (none for a DM)."""
+    if source.chat_type == "dm" or source.participant is None:
+        return ()
+    return (attrs.evolve(source, user_id=None, user_id_alt=None, user_name=None),)

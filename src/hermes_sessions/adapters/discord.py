@@ -29,11 +29,11 @@ from typing import Any, Final
 
 import attrs
 
-from hermes_sessions.adapters._events import Edit, InboundEvent, NewMessage, Retract
-from hermes_sessions.adapters._payload import Fields, content_of, plain, text_or_none
+from hermes_sessions.adapters._events import Edit, InboundEvent, NewMessage, React, Retract
+from hermes_sessions.adapters._payload import Fields, chat_lane, content_of, plain, text_or_none
 from hermes_sessions.models import JSONObject, Message, SessionSource
 
-__all__ = ["convert", "interaction_source", "payload_of", "source_of"]
+__all__ = ["convert", "convert_reaction", "interaction_source", "payload_of", "source_of"]
 
 CHANNEL_TYPE_NAMES: Final = {
     0: "text",
@@ -214,6 +214,77 @@ def _interaction_payload(interaction: object) -> JSONObject:
             "username": user.name,
             "global_name": getattr(user, "global_name", None),
         },
+    }
+
+
+def convert_reaction(
+    event: object,
+    *,
+    removed: bool = False,
+    bot_user_id: str | int | None = None,
+    platform: str = "discord",
+) -> React | None:
+    """A reaction added (or, with ``removed=True``, removed) to a message, as a :class:`React`.
+
+    Takes discord.py's ``RawReactionActionEvent`` (``on_raw_reaction_add`` /
+    ``on_raw_reaction_remove``) or the gateway's ``MESSAGE_REACTION_ADD`` / ``_REMOVE``
+    payload; as for messages, add ``"channel": {"id", "type", "parent_id"}`` from your cache
+    for a thread. The message is looked for in the reactor's lane, its author's
+    (``message_author_id``, when given) and the channel's. A custom emoji is ``<:name:id>``.
+    The bot's own reactions give ``None``.
+
+    Raises:
+        AdapterPayloadError: ``user_id``, ``message_id``, the channel or the emoji is missing
+            or of the wrong type.
+
+    .. versionadded:: 0.1.0
+    """
+    data = _reaction_payload(event)
+    reactor = _FIELDS.need(data, "user_id", "id")
+    if bot_user_id is not None and reactor == str(bot_user_id):
+        return None
+    emoji: JSONObject = _FIELDS.need(data, "emoji", "dict")
+    name = _FIELDS.get(emoji, "name", "str", at="emoji")
+    custom = _FIELDS.get(emoji, "id", "id", at="emoji")
+    if name is None:
+        _FIELDS.refuse("emoji.name", "is missing, and the platform always sends it")
+    label = f"<:{name}:{custom}>" if custom else name
+    member: JSONObject = _FIELDS.get(data, "member", "dict") or {}
+    user: JSONObject = _FIELDS.get(member, "user", "dict", at="member") or {}
+    as_message = {
+        "id": _FIELDS.need(data, "message_id", "id"),
+        "channel": data.get("channel"),
+        "channel_id": _FIELDS.need(data, "channel_id", "id"),
+        "guild_id": data.get("guild_id"),
+        "author": {**user, "id": reactor},
+    }
+    source = attrs.evolve(source_of(as_message, platform=platform), message_id=None)
+    author = _FIELDS.get(data, "message_author_id", "id")
+    lanes = () if author is None else (attrs.evolve(source, user_id=author, user_name=None),)
+    return React(
+        source=source,
+        platform_message_id=as_message["id"],
+        added=() if removed else (label,),
+        removed=(label,) if removed else (),
+        also=(*lanes, *chat_lane(source)),
+    )
+
+
+def _reaction_payload(event: object) -> JSONObject:
+    """A discord.py ``RawReactionActionEvent`` as the gateway payload (a mapping as it is)."""
+    if isinstance(event, Mapping):
+        data: JSONObject = plain(event)
+        return data
+    if not hasattr(event, "message_id") or not hasattr(event, "emoji"):
+        _FIELDS.refuse("reaction", "is neither a discord.py RawReactionActionEvent nor a payload")
+    e: Any = event
+    return {
+        "user_id": e.user_id,
+        "message_id": e.message_id,
+        "channel_id": e.channel_id,
+        "guild_id": e.guild_id,
+        "emoji": {"id": e.emoji.id, "name": e.emoji.name},
+        "message_author_id": getattr(e, "message_author_id", None),
     }
 
 

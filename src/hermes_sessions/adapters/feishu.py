@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from hermes_sessions.adapters._events import InboundEvent, NewMessage
+from hermes_sessions.adapters._events import InboundEvent, NewMessage, React
 from hermes_sessions.adapters._payload import (
     Fields,
+    chat_lane,
     content_of,
     dig,
     json_object,
@@ -36,7 +37,7 @@ from hermes_sessions.adapters._payload import (
 )
 from hermes_sessions.models import JSONObject, Message, SessionSource
 
-__all__ = ["convert", "interaction_source", "source_of"]
+__all__ = ["convert", "convert_reaction", "interaction_source", "source_of"]
 
 _FILE_KINDS: Final = {
     "image": "image",
@@ -161,6 +162,66 @@ def interaction_source(
         user_id_alt=_FIELDS.get(operator, "union_id", "str", at=who),
         thread_id=thread_id,
         scope_id=_FIELDS.get(operator, "tenant_key", "str", at=who),
+    )
+
+
+def convert_reaction(
+    event: object,
+    *,
+    chat_id: str,
+    chat_type: str,
+    thread_id: str | None = None,
+    removed: bool | None = None,
+    platform: str = "feishu",
+) -> React | None:
+    """An ``im.message.reaction.created_v1`` / ``deleted_v1`` event as a :class:`React`.
+
+    Takes lark-oapi's ``P2ImMessageReactionCreatedV1`` / ``DeletedV1`` or the JSON. The event
+    names the message but not its chat, so pass the chat (``chat_id``, ``chat_type`` and the
+    ``thread_id`` if any) of the message: from the message you stored (its source) or from
+    Feishu's message API. Whether the reaction was added or removed comes from the header's
+    ``event_type``; pass ``removed`` when you give only the ``event``. The reactor is
+    ``user_id`` (``union_id`` preferred); an app's own reaction gives ``None``. The emoji is
+    Feishu's ``emoji_type`` (``THUMBSUP``).
+
+    Raises:
+        AdapterPayloadError: ``message_id``, ``reaction_type.emoji_type`` or the reactor's
+            ``open_id`` is missing or of the wrong type.
+
+    .. versionadded:: 0.1.0
+    """
+    data = plain(event)
+    if not isinstance(data, dict):
+        return None
+    at = ""
+    body: Any = data
+    if "schema" in data or "header" in data or "event" in data:
+        body, at = _FIELDS.need(data, "event", "dict"), "event"
+    if removed is None:
+        header: JSONObject = _FIELDS.need(data, "header", "dict")
+        kind = _FIELDS.need(header, "event_type", "str", at="header")
+        removed = kind.endswith("reaction.deleted_v1")
+    if _FIELDS.get(body, "operator_type", "str", at=at) == "app":
+        return None
+    ids: JSONObject = _FIELDS.need(body, "user_id", "dict", at=at)
+    who = f"{at}.user_id".lstrip(".")
+    reaction: JSONObject = _FIELDS.need(body, "reaction_type", "dict", at=at)
+    emoji = _FIELDS.need(reaction, "emoji_type", "str", at=f"{at}.reaction_type".lstrip("."))
+    source = SessionSource(
+        platform=platform,
+        chat_id=chat_id,
+        chat_type=chat_type,
+        platform_chat_type=chat_type,
+        user_id=_FIELDS.need(ids, "open_id", "str", at=who),
+        user_id_alt=_FIELDS.get(ids, "union_id", "str", at=who),
+        thread_id=thread_id,
+    )
+    return React(
+        source=source,
+        platform_message_id=_FIELDS.need(body, "message_id", "str", at=at),
+        added=() if removed else (emoji,),
+        removed=(emoji,) if removed else (),
+        also=chat_lane(source),
     )
 
 

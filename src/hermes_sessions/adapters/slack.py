@@ -30,8 +30,17 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from hermes_sessions.adapters._events import Edit, InboundEvent, NewMessage, Retract
-from hermes_sessions.adapters._payload import Fields, content_of, plain, qualified, text_or_none
+import attrs
+
+from hermes_sessions.adapters._events import Edit, InboundEvent, NewMessage, React, Retract
+from hermes_sessions.adapters._payload import (
+    Fields,
+    chat_lane,
+    content_of,
+    plain,
+    qualified,
+    text_or_none,
+)
 from hermes_sessions.models import JSONObject, Message, MessageContent, SessionSource
 
 __all__ = ["convert", "interaction_source", "source_of"]
@@ -46,7 +55,10 @@ def convert(
 ) -> InboundEvent | None:
     """What a Slack event means for the transcript; ``None`` if nothing.
 
-    A message event without a field Slack always sends for it (``channel``, ``ts``, ``user``
+    ``reaction_added`` / ``reaction_removed`` on a message are a
+    :class:`~hermes_sessions.adapters.React` (``:name:``), looked for in the reactor's lane, the
+    message author's (``item_user``) and the channel's. A message event without a field Slack
+    always sends for it (``channel``, ``ts``, ``user``
     for a person's message; the nested ``message`` of an edit, the ``previous_message`` of a
     deletion) or with one of the wrong type raises :class:`~hermes_sessions.AdapterPayloadError`.
 
@@ -60,14 +72,25 @@ def convert(
     if data.get("type") == "event_callback" or "event" in data:
         body, at = _FIELDS.need(data, "event", "dict"), "event"
     kind = _FIELDS.need(body, "type", "str", at=at)
+    team = _FIELDS.get(body, "team", "str", at=at) or _FIELDS.get(data, "team_id", "str")
+    if kind in {"reaction_added", "reaction_removed"}:
+        own = bot_user_id is not None and body.get("user") == bot_user_id
+        removed = kind == "reaction_removed"
+        return None if own else _reaction(body, at, removed=removed, platform=platform, team=team)
     if kind not in {"message", "app_mention"}:
         return None
-    team = _FIELDS.get(body, "team", "str", at=at) or _FIELDS.get(data, "team_id", "str")
     subtype = _FIELDS.get(body, "subtype", "str", at=at)
     if subtype in {"message_changed", "message_deleted"}:
         return _changed(body, subtype, at, bot_user_id=bot_user_id, platform=platform, team=team)
     if subtype not in _PLAIN_SUBTYPES or _from_bot(body, bot_user_id, at):
         return None
+    return _new(body, at, bot_user_id=bot_user_id, platform=platform, team=team)
+
+
+def _new(
+    body: JSONObject, at: str, *, bot_user_id: str | None, platform: str, team: str | None
+) -> NewMessage | None:
+    """A person's message (also ``app_mention``, ``file_share``, ``thread_broadcast``)."""
     source = _source(body, at, platform=platform, team=team)
     content, mentioned = _content(body, bot_user_id, at)
     if content is None or source.message_id is None:
@@ -121,6 +144,35 @@ def _changed(
     if source.message_id is None:  # _source needs ts; this only narrows the type
         return None
     return Edit(source=source, platform_message_id=source.message_id, content=content)
+
+
+def _reaction(
+    body: JSONObject, at: str, *, removed: bool, platform: str, team: str | None
+) -> React | None:
+    """``reaction_added`` / ``reaction_removed`` on a message (reactions to files give ``None``)."""
+    item: JSONObject = _FIELDS.need(body, "item", "dict", at=at)
+    where = f"{at}.item".lstrip(".")
+    if _FIELDS.need(item, "type", "str", at=where) != "message":
+        return None
+    channel = _FIELDS.need(item, "channel", "str", at=where)
+    ts = _FIELDS.need(item, "ts", "str", at=where)
+    emoji = f":{_FIELDS.need(body, 'reaction', 'str', at=at)}:"
+    author = _FIELDS.get(body, "item_user", "str", at=at)
+    source = SessionSource(
+        platform=platform,
+        chat_id=channel,
+        chat_type="dm" if channel.startswith("D") else "channel",
+        user_id=_FIELDS.need(body, "user", "str", at=at),
+        scope_id=team,
+    )
+    lanes = () if author is None else (attrs.evolve(source, user_id=author),)
+    return React(
+        source=source,
+        platform_message_id=f"{channel}:{ts}",
+        added=() if removed else (emoji,),
+        removed=(emoji,) if removed else (),
+        also=(*lanes, *chat_lane(source)),
+    )
 
 
 def source_of(

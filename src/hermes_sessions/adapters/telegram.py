@@ -27,8 +27,15 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from hermes_sessions.adapters._events import Edit, InboundEvent, NewMessage
-from hermes_sessions.adapters._payload import Fields, content_of, plain, qualified, text_or_none
+from hermes_sessions.adapters._events import Edit, InboundEvent, NewMessage, React
+from hermes_sessions.adapters._payload import (
+    Fields,
+    chat_lane,
+    content_of,
+    plain,
+    qualified,
+    text_or_none,
+)
 from hermes_sessions.models import JSONObject, Message, SessionSource
 
 __all__ = ["convert", "interaction_source", "source_of"]
@@ -58,8 +65,10 @@ def convert(
 ) -> InboundEvent | None:
     """What a Telegram update or message means for the transcript; ``None`` if nothing.
 
-    Updates that carry no message (callback queries, polls, member changes) and service
-    messages with neither text nor media give ``None``. A message without a field the Bot API
+    A ``message_reaction`` update is a :class:`~hermes_sessions.adapters.React` (the
+    reactions a user, or a chat, added and removed). Updates that carry no message (callback
+    queries, polls, member changes, anonymous ``message_reaction_count``) and service messages
+    with neither text nor media give ``None``. A message without a field the Bot API
     always sends (``chat``, its ``id`` and ``type``, ``message_id``, ``from`` outside channels)
     or with one of the wrong type raises :class:`~hermes_sessions.AdapterPayloadError`.
 
@@ -68,24 +77,13 @@ def convert(
     data = plain(event)
     if not isinstance(data, dict):
         return None
-    edited = False
-    where = "message"
-    if "update_id" in data:
+    if "update_id" in data and "message_reaction" in data:
         _FIELDS.need(data, "update_id", "int")
-        where = next((name for name in _NEW if name in data), "")
-        if not where:
-            where = next((name for name in _EDITED if name in data), "")
-            edited = True
-        if not where and len(data) == 1:
-            _FIELDS.refuse("message", "is missing: the Update carries no event at all")
-        if not where:
-            return None  # an update of another kind
-        message = _FIELDS.need(data, where, "dict")
-    elif "chat" in data:
-        message = data
-        edited = "edit_date" in data
-    else:
-        _FIELDS.refuse("update_id", "is missing: the event is neither an Update nor a Message")
+        return _reaction(data, platform)
+    found = _message_of(data)
+    if found is None:
+        return None
+    message, where, edited = found
     source = _source(message, platform=platform, at=where)
     text, mentioned = _text(message, bot_username, where)
     content = content_of(text, _parts(message, where))
@@ -107,6 +105,25 @@ def convert(
             extra=_extra(message, where, mentioned=mentioned),
         ),
     )
+
+
+def _message_of(data: JSONObject) -> tuple[JSONObject, str, bool] | None:
+    """The message an Update (or a bare Message) carries, its field name, and if it is an edit."""
+    if "update_id" not in data:
+        if "chat" not in data:
+            _FIELDS.refuse("update_id", "is missing: the event is neither an Update nor a Message")
+        return data, "message", "edit_date" in data
+    _FIELDS.need(data, "update_id", "int")
+    edited = False
+    where = next((name for name in _NEW if name in data), "")
+    if not where:
+        where = next((name for name in _EDITED if name in data), "")
+        edited = True
+    if not where and len(data) == 1:
+        _FIELDS.refuse("message", "is missing: the Update carries no event at all")
+    if not where:
+        return None  # an update of another kind
+    return _FIELDS.need(data, where, "dict"), where, edited
 
 
 def source_of(message: JSONObject, *, platform: str = "telegram") -> SessionSource:
@@ -173,6 +190,59 @@ def interaction_source(event: object, *, platform: str = "telegram") -> SessionS
         chat_name=_name(chat) if raw_type != "private" else None,
         user_name=_name(sender),
     )
+
+
+def _reaction(update: JSONObject, platform: str) -> React | None:
+    """A ``message_reaction`` update: one user's (or chat's) reactions to a message changed."""
+    at = "message_reaction"
+    reaction: JSONObject = _FIELDS.need(update, at, "dict")
+    chat: JSONObject = _FIELDS.need(reaction, "chat", "dict", at=at)
+    chat_id = _FIELDS.need(chat, "id", "id", at=f"{at}.chat")
+    raw_type = _FIELDS.need(chat, "type", "str", at=f"{at}.chat")
+    message_id = _FIELDS.need(reaction, "message_id", "id", at=at)
+    user: JSONObject | None = _FIELDS.get(reaction, "user", "dict", at=at)
+    actor: JSONObject | None = _FIELDS.get(reaction, "actor_chat", "dict", at=at)
+    who = user if user is not None else actor
+    if who is None:
+        _FIELDS.refuse(f"{at}.user", "is missing, and so is actor_chat")
+    reactor = _FIELDS.need(who, "id", "id", at=f"{at}.{'user' if user else 'actor_chat'}")
+    old = _emojis(reaction, "old_reaction")
+    new = _emojis(reaction, "new_reaction")
+    added = tuple(emoji for emoji in new if emoji not in old)
+    removed = tuple(emoji for emoji in old if emoji not in new)
+    if not added and not removed:
+        return None
+    source = SessionSource(
+        platform=platform,
+        chat_id=chat_id,
+        chat_type=raw_type,
+        platform_chat_type=raw_type,
+        user_id=reactor,
+        chat_name=_name(chat) if raw_type != "private" else None,
+        user_name=_name(who),
+    )
+    return React(
+        source=source,
+        platform_message_id=f"{chat_id}:{message_id}",
+        added=added,
+        removed=removed,
+        also=chat_lane(source),
+    )
+
+
+def _emojis(reaction: JSONObject, name: str) -> list[str]:
+    """A ``ReactionType`` list as strings: the emoji, ``custom_emoji:<id>``, or ``paid``."""
+    out: list[str] = []
+    for index, kind in enumerate(_FIELDS.items(reaction, name, at="message_reaction")):
+        at = f"message_reaction.{name}[{index}]"
+        kind_name = _FIELDS.need(kind, "type", "str", at=at)
+        if kind_name == "emoji":
+            out.append(_FIELDS.need(kind, "emoji", "str", at=at))
+        elif kind_name == "custom_emoji":
+            out.append(f"custom_emoji:{_FIELDS.need(kind, 'custom_emoji_id', 'str', at=at)}")
+        else:
+            out.append(kind_name)
+    return out
 
 
 def _source(message: JSONObject, *, platform: str, at: str) -> SessionSource:
