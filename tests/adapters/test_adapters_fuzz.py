@@ -247,3 +247,60 @@ def _check_refusal(error: AdapterPayloadError, failures: list[str]) -> None:
     platform = error.platform
     if platform not in CONVERTERS or not error.field or f"{platform} event: " not in str(error):
         failures.append(f"a refusal that does not name the platform and a field: {error!r}")
+
+
+# -- interactions ----------------------------------------------------------------------------------
+
+INTERACTIONS = PAYLOADS / "interactions"
+SOURCES: dict[str, Callable[[Any], Any]] = {
+    "telegram": telegram.interaction_source,
+    "slack": slack.interaction_source,
+    "feishu": lambda p: feishu.interaction_source(p, chat_type="group"),
+}
+
+
+def _interaction_required(platform: str, payload: dict[str, Any]) -> set[Path_]:
+    if platform == "telegram":
+        query = ("callback_query",)
+        required = {query, (*query, "from"), (*query, "from", "id")}
+        if "message" in payload["callback_query"]:
+            message = (*query, "message")
+            required |= {message, (*message, "chat"), (*message, "chat", "id")}
+            required.add((*message, "chat", "type"))
+        return required
+    if platform == "slack":
+        return {("type",), ("user",), ("user", "id")}
+    return {
+        ("event",),
+        ("event", "operator"),
+        ("event", "operator", "open_id"),
+        ("event", "context"),
+    }
+
+
+def _lane(result: Any) -> tuple[Any, ...] | None:
+    return None if result is None else (build_session_key(result), result.participant)
+
+
+@pytest.mark.parametrize(
+    ("platform", "name"),
+    sorted((p.name.split("_", 1)[0], p.stem) for p in INTERACTIONS.glob("*.json")),
+)
+def test_every_field_of_an_interaction_deleted_or_retyped_is_refused_or_keyed_right(platform, name):
+    """Interactions follow the same rules: a refusal, or the presser's lane as the platform says."""
+    payload = json.loads((INTERACTIONS / f"{name}.json").read_text(encoding="utf-8"))
+    source_of = SOURCES[platform]
+    intact = source_of(payload)
+    required = _interaction_required(platform, payload) if intact is not None else set()
+    failures: list[str] = []
+    for path, value in _walk(payload):
+        dotted = ".".join(map(str, path))
+        kind, deleted = _outcome(source_of, _deleted(payload, path))
+        if kind == "raw" or (path in required and kind != "refused"):
+            failures.append(f"{dotted} deleted: {kind} {deleted!r}")
+        allowed = {_lane(intact)} | ({_lane(deleted)} if kind == "converted" else set())
+        for retyped in _retypes(value):
+            rkind, result = _outcome(source_of, _replaced(payload, path, retyped))
+            if rkind == "raw" or (rkind == "converted" and _lane(result) not in allowed):
+                failures.append(f"{dotted} = {retyped!r}: {rkind} {result!r}")
+    assert not failures, "\n".join(failures)

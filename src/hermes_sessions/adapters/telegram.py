@@ -164,6 +164,8 @@ def interaction_source(event: object, *, platform: str = "telegram") -> SessionS
     at = "callback_query"
     query: JSONObject = data
     if "update_id" in data:
+        if "callback_query" not in data and len(data) == 1:
+            _FIELDS.refuse(at, "is missing: the Update carries no event at all")
         if "callback_query" not in data:
             return None
         query = _FIELDS.need(data, "callback_query", "dict")
