@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import FRAMEWORKS_REASON
 from hermes_sessions import AdapterPayloadError, build_session_key
 from hermes_sessions.adapters import NewMessage
 from hermes_sessions.adapters import telegram as adapter
@@ -22,13 +23,13 @@ def load(name):
 
 def ptb_update(name):
     """The payload as python-telegram-bot's ``Update``."""
-    telegram = pytest.importorskip("telegram")
+    telegram = pytest.importorskip("telegram", reason=FRAMEWORKS_REASON)
     return telegram.Update.de_json(load(name), None)
 
 
 def aiogram_update(name):
     """The payload as aiogram's ``Update``."""
-    types = pytest.importorskip("aiogram.types")
+    types = pytest.importorskip("aiogram.types", reason=FRAMEWORKS_REASON)
     return types.Update.model_validate(load(name))
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import FRAMEWORKS_REASON
 from hermes_sessions import AdapterPayloadError, build_session_key
 from hermes_sessions.adapters import discord, feishu, slack, telegram
 
@@ -25,13 +26,13 @@ def load(name):
 
 def ptb_update(name):
     """The payload as python-telegram-bot's ``Update``."""
-    module = pytest.importorskip("telegram")
+    module = pytest.importorskip("telegram", reason=FRAMEWORKS_REASON)
     return module.Update.de_json(load(name), None)
 
 
 def aiogram_update(name):
     """The payload as aiogram's ``Update``."""
-    types = pytest.importorskip("aiogram.types")
+    types = pytest.importorskip("aiogram.types", reason=FRAMEWORKS_REASON)
     return types.Update.model_validate(load(name))
 
 
@@ -96,7 +97,7 @@ def test_other_updates_are_no_interaction():
 
 def through_bolt(body):
     """What a slack-bolt ``@app.action`` listener computes for ``body``, dispatched offline."""
-    slack_bolt = pytest.importorskip("slack_bolt")
+    slack_bolt = pytest.importorskip("slack_bolt", reason=FRAMEWORKS_REASON)
     from slack_bolt.authorization import AuthorizeResult  # noqa: PLC0415  # optional framework
 
     def authorize(enterprise_id, team_id, user_id):
@@ -232,7 +233,7 @@ def interaction(channel, *, guild=True):
 
 def discord_interaction(data):
     """The payload as discord.py's own ``Interaction``."""
-    module = pytest.importorskip("discord")
+    module = pytest.importorskip("discord", reason=FRAMEWORKS_REASON)
     state = module.Client(intents=module.Intents.none())._connection
     bot = {"id": "1180000000000000555", "username": "hermes", "discriminator": "0", "bot": True}
     state.user = module.ClientUser(state=state, data={**bot, "avatar": None})
@@ -285,8 +286,10 @@ def test_an_interaction_without_its_user_is_refused():
 
 def lark_trigger(name):
     """The payload as lark-oapi's ``P2CardActionTrigger``."""
-    lark = pytest.importorskip("lark_oapi")
-    model = pytest.importorskip("lark_oapi.event.callback.model.p2_card_action_trigger")
+    lark = pytest.importorskip("lark_oapi", reason=FRAMEWORKS_REASON)
+    model = pytest.importorskip(
+        "lark_oapi.event.callback.model.p2_card_action_trigger", reason=FRAMEWORKS_REASON
+    )
     raw = (PAYLOADS / f"{name}.json").read_text(encoding="utf-8")
     return lark.JSON.unmarshal(raw, model.P2CardActionTrigger)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import FRAMEWORKS_REASON
 from hermes_sessions import Message, SessionSource
 from hermes_sessions.adapters import React, apply, discord, feishu, slack, telegram
 from hermes_sessions.window import context_window, reactions_of
@@ -24,13 +25,13 @@ def load(name):
 
 def ptb_update(data):
     """A Bot API update as python-telegram-bot's ``Update``."""
-    module = pytest.importorskip("telegram")
+    module = pytest.importorskip("telegram", reason=FRAMEWORKS_REASON)
     return module.Update.de_json(data, None)
 
 
 def aiogram_update(data):
     """A Bot API update as aiogram's ``Update``."""
-    types = pytest.importorskip("aiogram.types")
+    types = pytest.importorskip("aiogram.types", reason=FRAMEWORKS_REASON)
     return types.Update.model_validate(data)
 
 
@@ -123,7 +124,7 @@ def test_a_slack_reaction_finds_the_authors_lane(store):
 
 def test_slack_bolt_hands_reactions_to_the_adapter():
     """Dispatched through slack-bolt's ``reaction_added`` listener, the event is a React."""
-    slack_bolt = pytest.importorskip("slack_bolt")
+    slack_bolt = pytest.importorskip("slack_bolt", reason=FRAMEWORKS_REASON)
     from slack_bolt.authorization import AuthorizeResult  # noqa: PLC0415  # optional framework
 
     def authorize(enterprise_id, team_id, user_id):
@@ -169,7 +170,7 @@ DISCORD_REACTION = {
 
 def raw_reaction(data, event_type):
     """The payload as discord.py's own ``RawReactionActionEvent``."""
-    module = pytest.importorskip("discord")
+    module = pytest.importorskip("discord", reason=FRAMEWORKS_REASON)
     emoji = module.PartialEmoji.from_dict(data["emoji"])
     return module.RawReactionActionEvent(data, emoji, event_type)
 
@@ -216,8 +217,8 @@ FEISHU_REACTION = {
 
 def lark_reaction(data):
     """The payload as lark-oapi's reaction event of its type."""
-    lark = pytest.importorskip("lark_oapi")
-    im = pytest.importorskip("lark_oapi.api.im.v1")
+    lark = pytest.importorskip("lark_oapi", reason=FRAMEWORKS_REASON)
+    im = pytest.importorskip("lark_oapi.api.im.v1", reason=FRAMEWORKS_REASON)
     created = data["header"]["event_type"].endswith("created_v1")
     model = im.P2ImMessageReactionCreatedV1 if created else im.P2ImMessageReactionDeletedV1
     return lark.JSON.unmarshal(json.dumps(data), model)

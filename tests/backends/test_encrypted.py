@@ -16,7 +16,7 @@ from hermes_sessions.cipher import Cipher, StaticKeys, envelope_key_id
 from hermes_sessions.exceptions import DecryptionError, EncryptionKeyError
 from hermes_sessions.queries import SearchQuery, SessionQuery
 from hermes_sessions.state import StateScope
-from pg_support import open_pg, schema_dump, test_dsn
+from pg_support import open_pg, requires_pg, schema_dump
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -32,10 +32,7 @@ KEY_2 = hashlib.sha256(b"data key 2").digest()
 KINDS = [
     "sqlite",
     "jsonl",
-    pytest.param(
-        "postgres",
-        marks=pytest.mark.skipif(test_dsn() is None, reason="needs the PostgreSQL test server"),
-    ),
+    pytest.param("postgres", marks=requires_pg),
 ]
 
 
