@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from hermes_sessions.aio import AsyncSessionStore
     from hermes_sessions.clock import FrozenClock, SystemClock
     from hermes_sessions.exceptions import (
+        AdapterPayloadError,
         AmbiguousMemoryMatchError,
         AmbiguousSessionError,
         BackendClosedError,
@@ -125,6 +126,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
     "hermes_sessions.aio": ("AsyncSessionStore",),
     "hermes_sessions.clock": ("FrozenClock", "SystemClock"),
     "hermes_sessions.exceptions": (
+        "AdapterPayloadError",
         "AmbiguousMemoryMatchError",
         "AmbiguousSessionError",
         "BackendClosedError",
@@ -238,6 +240,7 @@ __all__ = [
     "MEMORY_TOOL_SCHEMA",
     "SESSION_SEARCH_RESULT_SCHEMA",
     "SESSION_SEARCH_TOOL_SCHEMA",
+    "AdapterPayloadError",
     "AmbiguousMemoryMatchError",
     "AmbiguousSessionError",
     "AnchoredView",

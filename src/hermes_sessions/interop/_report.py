@@ -22,9 +22,10 @@ class ImportProblem:
     holds something else under that id or key; nothing was overwritten), ``bad_record`` (a row or
     entry that does not make a valid record, skipped), ``memory_refused`` (the memory store refused
     an entry), ``unknown_record`` (a bundle line of a type this version does not know),
-    ``outside_profile`` (a Hermes file that is a link out of the profile, not read),
-    ``not_a_file`` (a Hermes file that is a FIFO, device or directory, not read) and
-    ``unreadable`` (a Hermes file that cannot be opened).
+    ``rekeyed`` (a Hermes thread key, ``<chat>:<thread>``, written in this library's thread form
+    ``<chat>:thread:<thread>``), ``outside_profile`` (a Hermes file that is a link out of the
+    profile, not read), ``not_a_file`` (a Hermes file that is a FIFO, device or directory, not
+    read) and ``unreadable`` (a Hermes file that cannot be opened).
 
     .. versionadded:: 0.1.0
     """
