@@ -14,8 +14,9 @@ A backend is two layers with different lifetimes plus one write that spans both:
 
 Optional abilities are separate protocols, checked with ``isinstance``: searching
 (:class:`SupportsSearch`; :class:`SearchableBackend` is a backend that has it), scrubbing
-deleted text out of the files (:class:`SupportsScrub`) and rewriting a stored search index made
-by an older token stream (:class:`SupportsReindex`). ``hermes_sessions.testing``
+deleted text out of the files (:class:`SupportsScrub`), rewriting a stored search index made
+by an older token stream (:class:`SupportsReindex`) and listing state scopes
+(:class:`SupportsStateScopes`). ``hermes_sessions.testing``
 holds the conformance suite that states these contracts as tests; ``docs/backends.md`` shows how
 to write a backend against it.
 
@@ -59,6 +60,7 @@ __all__ = [
     "SupportsReindex",
     "SupportsScrub",
     "SupportsSearch",
+    "SupportsStateScopes",
     "SupportsWriteBatches",
     "TranscriptStore",
 ]
@@ -566,6 +568,21 @@ class SupportsReindex(Protocol):
         ``progress`` is called after every batch of ``batch_size`` messages and once at the end
         (with ``done == total``). Returns 0 at once when nothing needs rewriting.
         """
+        ...
+
+
+@runtime_checkable
+class SupportsStateScopes(Protocol):
+    """Optional ability: list the state scopes that hold a value.
+
+    Key rotation and encrypting a store visit every scope with it (app and user scopes cannot
+    be derived from the sessions). Every bundled backend has it.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def state_scopes(self) -> list[str]:
+        """Every scope id that holds a value, sorted."""
         ...
 
 

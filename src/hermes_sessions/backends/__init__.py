@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, cast
 
+from hermes_sessions.cipher import require_plain_store
 from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.paths import default_home
 
@@ -44,9 +45,17 @@ def open_backend(
     connects to ``dsn``, else to ``$HERMES_SESSIONS_DSN`` (extra ``postgres``). With ``cipher``
     the backend is wrapped in an
     :class:`~hermes_sessions.backends.encrypted.EncryptedBackend` (``docs/privacy.md``).
+
+    Raises :class:`~hermes_sessions.exceptions.EncryptionMismatchError` (closing what it opened)
+    for an encrypted store without ``cipher``, a plain store with one, or a wrong key.
     """
     backend = _open(kind, home, dsn)
     if cipher is None:
+        try:
+            require_plain_store(backend)
+        except BaseException:
+            backend.close()
+            raise
         return backend
     from hermes_sessions.backends.encrypted import EncryptedBackend  # noqa: PLC0415  # on use
 

@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal
 
 from hermes_sessions.cli._output import UsageError
 from hermes_sessions.store import SessionStore
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from hermes_sessions.cipher import Cipher
 
-__all__ = ["BackendName", "detect_backend", "open_store"]
+__all__ = ["KEY_FILE_VARIABLE", "BackendName", "detect_backend", "load_cipher", "open_store"]
 
 BackendName = Literal["sqlite", "jsonl", "postgres"]
+KEY_FILE_VARIABLE: Final = "HERMES_SESSIONS_KEY_FILE"
+
+
+def load_cipher(key_file: Path | None) -> Cipher | None:
+    """The cipher of ``--key-file``, ``$HERMES_SESSIONS_KEY_FILE`` or the key variables, or None.
+
+    A key file wins over the variables; with neither, stores are opened plain (an encrypted
+    one is then refused).
+    """
+    path = key_file or (
+        Path(os.environ[KEY_FILE_VARIABLE]) if os.environ.get(KEY_FILE_VARIABLE) else None
+    )
+    from hermes_sessions.cipher import KEYS_VARIABLE, Cipher  # noqa: PLC0415  # on use
+
+    if path is not None:
+        return Cipher.from_key_file(path)
+    if os.environ.get(KEYS_VARIABLE):
+        return Cipher.from_environment()
+    return None
 
 
 def detect_backend(home: Path) -> BackendName | None:
@@ -31,18 +52,21 @@ def open_store(
     create: bool,
     dsn: str | None = None,
     schema: str | None = None,
+    cipher: Cipher | None = None,
 ) -> SessionStore:
     """Open the store under ``home``; unless ``create``, a home without one is a usage error.
 
     ``postgres`` opens ``schema`` of the database at ``dsn`` (see ``_postgres``) instead; the
-    memory files stay in ``home``. ``dsn`` given without ``backend`` means ``postgres``.
+    memory files stay in ``home``. ``dsn`` given without ``backend`` means ``postgres``. An
+    encrypted store without ``cipher`` (or a plain one with it, or a wrong key) raises
+    ``EncryptionMismatchError``: one line, exit 2.
     """
     if backend is None and dsn is not None:
         backend = "postgres"
     if backend == "postgres":
         from hermes_sessions.cli._postgres import open_postgres  # noqa: PLC0415  # optional extra
 
-        return open_postgres(dsn, schema, create=create)
+        return open_postgres(dsn, schema, create=create, cipher=cipher)
     if dsn is not None or schema is not None:
         option = "--dsn" if dsn is not None else "--schema"
         raise UsageError(f"{option} is for --backend postgres, not {backend or 'a home'}")
@@ -57,4 +81,4 @@ def open_store(
                 "`hermes-sessions import` or `hermes-sessions import-hermes`"
             )
         kind = "sqlite"
-    return SessionStore.open(home, backend=kind)
+    return SessionStore.open(home, backend=kind, cipher=cipher)
