@@ -22,7 +22,7 @@ from hermes_sessions.backends.encrypted._codec import RESERVED_SCOPES, SEALED, T
 from hermes_sessions.backends.encrypted._marker import mark_sealed, open_marker
 from hermes_sessions.cipher import STORE_SCOPE, envelope_key_id, is_envelope
 from hermes_sessions.exceptions import ConflictError, EncryptionKeyError, InvalidArgumentError
-from hermes_sessions.protocols import SupportsStateScopes
+from hermes_sessions.protocols import SupportsScrub, SupportsStateScopes
 from hermes_sessions.queries import SessionQuery
 from hermes_sessions.state import DELETE
 
@@ -316,8 +316,10 @@ def encrypt_store(inner: SearchableBackend, cipher: Cipher) -> Iterator[Rotation
     The store is first marked as being encrypted (from then on, opening it plain or encrypted
     is refused with ``EncryptionMismatchError(reason="unfinished")``), then every value is
     sealed for its place, as :func:`rotate_key` does; when the verification pass finds nothing
-    left in the clear, the store is marked encrypted and the last progress is ``finished``.
-    Stop every process that writes to the store first. ``inner`` stays open (close it after).
+    left in the clear, the inner backend's ``scrub()`` (SQLite, JSONL) removes the old clear
+    text from its files, the store is marked encrypted and the last progress is ``finished``.
+    PostgreSQL keeps old row versions until ``VACUUM``: run ``VACUUM FULL`` on its tables
+    after. Stop every process that writes to the store first. ``inner`` stays open.
 
     .. versionadded:: 0.1.0
     """
@@ -329,5 +331,7 @@ def encrypt_store(inner: SearchableBackend, cipher: Cipher) -> Iterator[Rotation
     backend = Wrapper.over_marker(inner, cipher, marker)
     for progress in _walk(backend, plain=True):
         if progress.finished:
+            if isinstance(inner, SupportsScrub):
+                inner.scrub()  # the clear text of the rewritten values leaves the files too
             mark_sealed(inner)
         yield progress
