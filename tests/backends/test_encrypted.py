@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import TYPE_CHECKING
 
@@ -219,7 +218,8 @@ def test_rotate_key_is_unfinished_while_an_old_writer_remains(open_encrypted: Op
     old_writer = open_encrypted()
     rotation = backend.rotate_key(StaticKeys({"k2": KEY_2}))
     *_, before_verification = [next(rotation) for _ in range(3)]
-    assert before_verification.remaining is None and not before_verification.finished
+    assert before_verification.remaining is None
+    assert not before_verification.finished
     old_writer.update_state({StateScope.app("late").id: {"x": 1}})  # still under k1
     last = next(rotation)
     assert (last.remaining, last.finished) == (1, False)

@@ -55,11 +55,13 @@ if TYPE_CHECKING:
     from hermes_sessions.cipher import Cipher
     from hermes_sessions.models import JSONObject
 
-__all__ = ["PLAIN_MESSAGE_FIELDS", "RESERVED_SCOPES", "SEALED", "TITLE", "Codec"]
+__all__ = ["PLAIN_MESSAGE_FIELDS", "RESERVED_SCOPES", "SEALED", "STORE", "TITLE", "Codec"]
 
 SEALED: Final = "hermes_sealed"
 """The key of the envelope in a sealed message's ``extra``, metadata and model config."""
 TITLE: Final = "hermes_title"
+STORE: Final = "hermes_store"
+"""The key of the store id in a sealed record's metadata (clear: it recovers a lost marker)."""
 """The key of the title's envelope in a sealed record's metadata."""
 RESERVED_SCOPES: Final = ("store|",)
 """Prefixes of the scope ids the library keeps for itself (``cipher.STORE_SCOPE``)."""
@@ -220,6 +222,7 @@ class Codec:
     def seal_metadata(self, metadata: JSONObject, title: str | None, session_id: str) -> JSONObject:
         """A record's stored metadata: its envelope and the title's."""
         sealed = self.seal_object(metadata, session_id, "metadata")
+        sealed[STORE] = self.store_id
         if title is not None:
             sealed[TITLE] = self.seal(title, "session", session_id, "title")
         return sealed
@@ -250,7 +253,9 @@ class Codec:
                 record.system_prompt, "session", session_id, "system_prompt"
             ),
             metadata=self.open_object(
-                {k: v for k, v in record.metadata.items() if k != TITLE}, session_id, "metadata"
+                {k: v for k, v in record.metadata.items() if k not in (TITLE, STORE)},
+                session_id,
+                "metadata",
             ),
             model_config=self.open_object(record.model_config, session_id, "model_config"),
         )
@@ -283,6 +288,7 @@ class Codec:
                 metadata = self.seal_object(values["metadata"], session_id, "metadata")
             else:
                 metadata = {key: value for key, value in stored.items() if key == SEALED}
+            metadata[STORE] = self.store_id
             if title is not None:
                 metadata[TITLE] = title
             sealed["metadata"] = metadata

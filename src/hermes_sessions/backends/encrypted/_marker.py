@@ -14,9 +14,12 @@ holds no content), so a plain reader sees that the store is encrypted
 * ``token``: the keyed hash of the store id under the token key, which catches a wrong token
   key (it would silently break search and titles) the same way.
 
-A store with no record is created encrypted only when it is empty (no entry, session or state);
-one with data is a plain store and is refused. Two processes creating the same store take a
-lease first, so exactly one store id is drawn.
+A store with no record is created encrypted only when it is empty (no entry, session or state).
+One with data is a plain store and is refused, unless its session records carry the store id
+(every sealed record does, in the clear): then the record was lost (a JSONL ``repair()`` after
+losing the journal and snapshot loses state) and is written again, once the current key opens
+such a record. Two processes creating the same store take a lease first, so exactly one store
+id is drawn.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from hermes_sessions.backends.encrypted._codec import STORE, Codec
 from hermes_sessions.cipher import STORE_SCOPE
 from hermes_sessions.exceptions import (
     DecryptionError,
@@ -160,7 +164,7 @@ def open_marker(inner: Backend, cipher: Cipher, *, sealing: bool = False) -> Sto
         with _CreationLease(inner):
             marker = StoreMarker.read(inner)
             if marker is None:
-                marker = _create(inner, cipher, sealing=sealing)
+                marker = _recover(inner, cipher) or _create(inner, cipher, sealing=sealing)
     where = _where(inner)
     if marker.state == SEALING_STATE and not sealing:
         raise EncryptionMismatchError("unfinished", where=where)
@@ -176,10 +180,39 @@ def open_marker(inner: Backend, cipher: Cipher, *, sealing: bool = False) -> Sto
     return marker
 
 
-def _create(inner: Backend, cipher: Cipher, *, sealing: bool) -> StoreMarker:
-    if not sealing and not _is_empty(inner):
-        raise EncryptionMismatchError("plain-store", where=_where(inner))
-    store_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+def _recover(inner: Backend, cipher: Cipher) -> StoreMarker | None:
+    """The marker again, from the store id sealed records carry; ``None`` if none does.
+
+    The current key must open what the store holds (the first sealed record, message or
+    entry found), else the key is wrong.
+    """
+    sessions = inner.list_sessions(SessionQuery(limit=None)).items
+    found = {item.record.metadata.get(STORE) for item in sessions} - {None}
+    if len(found) != 1:
+        return None
+    store_id = str(found.pop())
+    codec = Codec(cipher, store_id)
+    try:
+        for item in sessions:
+            codec.open_record(item.record)
+            for message in inner.get_messages(item.record.id, limit=1, include_inactive=True):
+                codec.open_message(message, item.record.id)
+        for entry in inner.entries():
+            codec.open_entry(entry)
+    except DecryptionError:
+        raise EncryptionMismatchError(
+            "wrong-key", key_id=cipher.current_key_id, where=_where(inner)
+        ) from None
+    return _create(inner, cipher, sealing=False, store_id=store_id)
+
+
+def _create(
+    inner: Backend, cipher: Cipher, *, sealing: bool, store_id: str | None = None
+) -> StoreMarker:
+    if store_id is None:
+        if not sealing and not _is_empty(inner):
+            raise EncryptionMismatchError("plain-store", where=_where(inner))
+        store_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
     name, envelope = _canary(cipher, store_id)
     state = SEALING_STATE if sealing else SEALED_STATE
     value: dict[str, Any] = {

@@ -14,17 +14,19 @@ key is not rotated: hashes in the index and titles stay valid.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from hermes_sessions.backends.encrypted._codec import RESERVED_SCOPES, SEALED, TITLE
+from hermes_sessions.backends.encrypted._codec import RESERVED_SCOPES, SEALED, STORE, TITLE
 from hermes_sessions.backends.encrypted._marker import mark_sealed, open_marker
 from hermes_sessions.cipher import STORE_SCOPE, envelope_key_id, is_envelope
 from hermes_sessions.exceptions import ConflictError, EncryptionKeyError, InvalidArgumentError
 from hermes_sessions.protocols import SupportsScrub, SupportsStateScopes
 from hermes_sessions.queries import SessionQuery
 from hermes_sessions.state import DELETE
+from hermes_sessions.titles import lineage_key
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -34,9 +36,12 @@ if TYPE_CHECKING:
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import SearchableBackend
 
+_HASHED = re.compile("[a-p]{16}")  # a title's lineage base as the codec stores it
+
 __all__ = [
     "ChainedKeys",
     "RotationProgress",
+    "clear_title",
     "encrypt_store",
     "rotate_key",
     "scope_ids",
@@ -121,11 +126,11 @@ class _Values:
         return self.any_stale((chat, entry.display_name, entry.resume_reason))
 
     def record(self, record: SessionRecord) -> bool:
-        sealed_keys = {SEALED, TITLE}
+        sealed_keys = {SEALED, TITLE, STORE}
         if self.plain and (
             set(record.metadata) - sealed_keys
             or set(record.model_config) - {SEALED}
-            or (record.title is not None and TITLE not in record.metadata)
+            or clear_title(record)
         ):
             return True
         return self.any_stale(
@@ -214,6 +219,8 @@ class _Run:
             return  # deleted meanwhile
         if self.values.record(stored):
             record = stored if not _sealed_record(stored) else codec.open_record(stored)
+            if clear_title(stored):  # written in the clear after the envelope: the newer one
+                record = attrs.evolve(record, title=stored.title)
             backend.update_session(
                 session_id,
                 values={
@@ -238,9 +245,15 @@ class _Run:
         self.count(messages_visited=len(messages), messages_rewritten=rewritten)
 
 
+def clear_title(record: SessionRecord) -> bool:
+    """Whether a stored title is not the keyed hash of a sealed one (written in the clear)."""
+    title = record.title
+    return title is not None and _HASHED.fullmatch(lineage_key(title)) is None
+
+
 def _sealed_record(record: SessionRecord) -> bool:
     values = (record.system_prompt, record.metadata.get(SEALED), record.model_config.get(SEALED))
-    return any(is_envelope(v) for v in values) or TITLE in record.metadata
+    return any(is_envelope(v) for v in values) or bool({TITLE, STORE} & set(record.metadata))
 
 
 def stale_values(backend: _Wrapper, *, plain: bool = True) -> list[str]:
