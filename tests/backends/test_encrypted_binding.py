@@ -119,7 +119,7 @@ def test_a_ciphertext_from_another_store_does_not_open(tmp_path: Path) -> None:
         two.close()
 
 
-def test_branch_and_compression_seal_their_copies_anew(tmp_path: Path) -> None:
+def test_a_branch_seals_its_copies_anew(tmp_path: Path) -> None:
     """A branch's copied messages and state are new envelopes for the new session."""
     with SessionStore(
         EncryptedBackend(plain_backend("sqlite", tmp_path), cipher=cipher())
