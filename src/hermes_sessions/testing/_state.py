@@ -49,7 +49,7 @@ class StateContract(ContractBase):
         assert backend.get_state([]) == {}
 
     def test_state_scopes_lists_every_scope_with_a_value(self, backend: Backend) -> None:
-        """Optional ``state_scopes()`` lists the scopes holding a value, sorted, not emptied ones."""
+        """Optional ``state_scopes()`` lists every scope holding a value, sorted (none emptied)."""
         if not isinstance(backend, SupportsStateScopes):
             pytest.skip("the backend does not implement SupportsStateScopes")
         assert backend.state_scopes() == []
