@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import multiprocessing
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pytest
@@ -215,3 +216,30 @@ def test_encrypt_store_on_an_encrypted_store_seals_stray_plain_values(tmp_path: 
         assert backend.get_state([StateScope.app("shop").id]) == {
             "app|shop": {"leak": "mkstrayplain1"}
         }
+
+
+def _create_and_write(kind: str, directory: Path, barrier: Any, worker: int) -> str:
+    """Open a new encrypted store at the barrier, write one chat, return the store id."""
+    barrier.wait()
+    with EncryptedBackend(plain_backend(kind, directory), cipher=cipher()) as backend:
+        with SessionStore(backend) as store:
+            source = SessionSource(platform="telegram", chat_id=f"c{worker}")
+            lookup = store.get_or_create(source)
+            store.append(lookup.session_id, Message(role="user", content=f"from {worker}"))
+        return backend.store_id
+
+
+def test_processes_creating_one_store_agree_on_its_id(kind: str, tmp_path: Path) -> None:
+    """Four processes opening a new store at the same moment draw one store id between them."""
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        barrier = manager.Barrier(4)
+        with context.Pool(4) as workers:
+            ids = workers.starmap(
+                _create_and_write, [(kind, tmp_path, barrier, n) for n in range(4)]
+            )
+    assert len(set(ids)) == 1
+    with SessionStore(EncryptedBackend(plain_backend(kind, tmp_path), cipher=cipher())) as store:
+        sessions = store.backend.list_sessions(SessionQuery(limit=None)).items
+        contents = {m.content for s in sessions for m in store.messages(s.record.id)}
+    assert contents == {f"from {n}" for n in range(4)}
