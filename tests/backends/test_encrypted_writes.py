@@ -59,6 +59,20 @@ def test_a_bundle_is_not_imported_into_an_encrypted_store_without_its_cipher(
         assert len(inner.list_sessions(SessionQuery(limit=None)).items) == 2
 
 
+def test_a_bundle_imported_through_the_cipher_is_sealed(kind: str, tmp_path: Path) -> None:
+    """import_bundle into an encrypted store leaves none of the bundle's markers in the clear."""
+    source = plain_backend("sqlite", tmp_path / "source")
+    markers = fill(source, sessions=2, per_session=3, seed=5)
+    export_bundle(source, tmp_path / "bundle.jsonl")
+    source.close()
+    with EncryptedBackend(plain_backend(kind, tmp_path / "enc"), cipher=cipher()) as backend:
+        report = import_bundle(backend, tmp_path / "bundle.jsonl")
+        assert len(report.sessions) == 2
+        assert backend.check().ok
+    stored = stored_bytes(kind, tmp_path / "enc")
+    assert [m for m in markers.all if m.encode() in stored] == []
+
+
 def test_a_hermes_profile_is_not_imported_into_an_encrypted_store_without_its_cipher(
     kind: str, tmp_path: Path
 ) -> None:

@@ -89,7 +89,7 @@ class EncryptedBackend(ClosesOnExit):
         self._setup(inner, cipher, marker)
 
     @classmethod
-    def over_marker(
+    def _over_marker(
         cls, inner: SearchableBackend, cipher: Cipher, marker: StoreMarker
     ) -> EncryptedBackend:
         """A wrapper on a store whose marker ``encrypt_store`` has already checked."""

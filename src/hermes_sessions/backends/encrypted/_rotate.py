@@ -341,7 +341,7 @@ def encrypt_store(inner: SearchableBackend, cipher: Cipher) -> Iterator[Rotation
     )
 
     marker = open_marker(inner, cipher, sealing=True)
-    backend = Wrapper.over_marker(inner, cipher, marker)
+    backend = Wrapper._over_marker(inner, cipher, marker)  # noqa: SLF001  # its own package
     for progress in _walk(backend, plain=True):
         if progress.finished:
             if isinstance(inner, SupportsScrub):
