@@ -374,17 +374,34 @@ class Cipher:
         """The id new ciphertexts are written under."""
         return self.keys.current()[0]
 
-    def encrypt(self, plaintext: str, *, context: str = "") -> str:
+    def with_keys(self, keys: KeyProvider) -> Cipher:
+        """A cipher over ``keys`` with this one's token key (per-user keys use one).
+
+        .. versionadded:: 0.1.0
+        """
+        return Cipher(keys, token_key=self._token_key)
+
+    def forget_key(self, key_id: str) -> None:
+        """Drop what this cipher keeps of ``key_id`` (its next use asks the provider again).
+
+        .. versionadded:: 0.1.0
+        """
+        self._opened.pop(key_id, None)
+
+    def encrypt(
+        self, plaintext: str, *, context: str = "", key: tuple[str, bytes] | None = None
+    ) -> str:
         """The envelope of ``plaintext`` under the current key (a fresh nonce each time).
 
         ``context`` is authenticated with the key id (GCM's associated data) but not stored:
         :meth:`decrypt` needs the same ``context``, so an envelope opens only in the place it
-        was sealed for (the encrypted backend binds its store, kind, id and field).
+        was sealed for (the encrypted backend binds its store, kind, id and field). ``key``
+        (``(key id, key)``) seals under that key instead of the current one.
         """
-        key_id, key = self.keys.current()
+        key_id, key_bytes = self.keys.current() if key is None else key
         nonce = os.urandom(_NONCE_BYTES)
         data = plaintext.encode("utf-8", "surrogatepass")
-        sealed = self._aes(key_id, key).encrypt(nonce, data, _associated(key_id, context))
+        sealed = self._aes(key_id, key_bytes).encrypt(nonce, data, _associated(key_id, context))
         return f"{ENVELOPE_PREFIX}{key_id}:{_b64(nonce + sealed)}"
 
     def decrypt(self, envelope: str, *, context: str = "") -> str:

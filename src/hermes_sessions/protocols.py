@@ -12,19 +12,14 @@ A backend is two layers with different lifetimes plus one write that spans both:
   re-point keys) committed atomically or not at all. Every rotation goes through it: automatic
   resets, ``/new``, resume, branch and compression.
 
-Optional abilities are separate protocols, checked with ``isinstance``: searching
-(:class:`SupportsSearch`; :class:`SearchableBackend` is a backend that has it), scrubbing
-deleted text out of the files (:class:`SupportsScrub`), rewriting a stored search index made
-by an older token stream (:class:`SupportsReindex`) and listing state scopes
-(:class:`SupportsStateScopes`). ``hermes_sessions.testing``
-holds the conformance suite that states these contracts as tests; ``docs/backends.md`` shows how
-to write a backend against it.
+Optional abilities are separate protocols, checked with ``isinstance`` (``SupportsSearch``,
+``SupportsScrub``, ``SupportsReindex`` and the others below; :class:`SearchableBackend` is a
+backend that searches). ``hermes_sessions.testing`` holds the conformance suite that states
+these contracts as tests; ``docs/backends.md`` shows how to write a backend against it.
 
 Conventions for every method: a missing entry or session is ``None`` for lookups and
-:class:`~hermes_sessions.exceptions.SessionNotFoundError` for writes; every method is thread-safe;
-after :meth:`Backend.close` every method raises
-:class:`~hermes_sessions.exceptions.BackendClosedError`; storage failures are wrapped in
-:class:`~hermes_sessions.exceptions.StorageError`.
+``SessionNotFoundError`` for writes; every method is thread-safe; after :meth:`Backend.close`
+every method raises ``BackendClosedError``; storage failures are wrapped in ``StorageError``.
 """
 
 from __future__ import annotations
@@ -61,6 +56,7 @@ __all__ = [
     "SupportsScrub",
     "SupportsSearch",
     "SupportsStateScopes",
+    "SupportsUserKeys",
     "SupportsWriteBatches",
     "TranscriptStore",
 ]
@@ -573,16 +569,25 @@ class SupportsReindex(Protocol):
 
 @runtime_checkable
 class SupportsStateScopes(Protocol):
-    """Optional ability: list the state scopes that hold a value.
-
-    Key rotation and encrypting a store visit every scope with it (app and user scopes cannot
-    be derived from the sessions). Every bundled backend has it.
+    """Optional ability: list the state scopes holding a value (key rotation visits them all).
 
     .. versionadded:: 0.1.0
     """
 
     def state_scopes(self) -> list[str]:
         """Every scope id that holds a value, sorted."""
+        ...
+
+
+@runtime_checkable
+class SupportsUserKeys(Protocol):
+    """Optional ability: destroy users' own keys; ``SessionStore.erase_user`` calls it last.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def destroy_user_keys(self, platform: str, user_ids: Sequence[str]) -> int:
+        """Destroy the keys of these users of ``platform``; return how many existed."""
         ...
 
 

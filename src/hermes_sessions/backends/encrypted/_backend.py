@@ -9,7 +9,7 @@ import attrs
 from hermes_sessions.backends.encrypted._check import encryption_problems
 from hermes_sessions.backends.encrypted._codec import RESERVED_SCOPES, Codec
 from hermes_sessions.backends.encrypted._marker import StoreMarker, open_marker
-from hermes_sessions.backends.encrypted._rotate import RotationProgress, rotate_key
+from hermes_sessions.backends.encrypted._rotate import RotationProgress, reseal_away, rotate_key
 from hermes_sessions.backends.encrypted._search import encrypted_search
 from hermes_sessions.backends.rules import check_message_sizes, session_scope
 from hermes_sessions.closing import ClosesOnExit
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from datetime import datetime, timedelta
 
+    from hermes_sessions.backends.encrypted._codec import Owner, SessionOwner
+    from hermes_sessions.backends.encrypted._userkeys import UserKeys
     from hermes_sessions.checks import CheckReport
     from hermes_sessions.cipher import Cipher, KeyProvider
     from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["EncryptedBackend"]
 
 _PREVIEW_PAGE = 8
+_USER_SCOPE_PARTS = 3  # app, platform, user id
 _PREVIEW_CACHE = 4096
 
 
@@ -62,7 +65,13 @@ class EncryptedBackend(ClosesOnExit):
     .. versionadded:: 0.1.0
     """
 
-    def __new__(cls, inner: SearchableBackend, *, cipher: Cipher) -> Self:  # noqa: ARG004  # __init__'s
+    def __new__(
+        cls,
+        inner: SearchableBackend,
+        *,
+        cipher: Cipher,  # noqa: ARG004  # __init__'s
+        user_keys: UserKeys | None = None,  # noqa: ARG004  # __init__'s
+    ) -> Self:
         """Pick the class that offers exactly ``inner``'s optional protocols."""
         if cls is not EncryptedBackend:
             return super().__new__(cls)
@@ -76,7 +85,9 @@ class EncryptedBackend(ClosesOnExit):
         }[scrub, reindex]
         return cast("Self", super().__new__(chosen))
 
-    def __init__(self, inner: SearchableBackend, *, cipher: Cipher) -> None:
+    def __init__(
+        self, inner: SearchableBackend, *, cipher: Cipher, user_keys: UserKeys | None = None
+    ) -> None:
         if not isinstance(inner, SearchableBackend):
             raise InvalidValueError(
                 "EncryptedBackend(inner)", "must be a searchable backend (SQLite, JSONL, ...)"
@@ -86,7 +97,7 @@ class EncryptedBackend(ClosesOnExit):
         except BaseException:
             inner.close()
             raise
-        self._setup(inner, cipher, marker)
+        self._setup(inner, cipher, marker, user_keys)
 
     @classmethod
     def _over_marker(
@@ -97,11 +108,21 @@ class EncryptedBackend(ClosesOnExit):
         backend._setup(inner, cipher, marker)  # noqa: SLF001  # the class's own
         return backend
 
-    def _setup(self, inner: SearchableBackend, cipher: Cipher, marker: StoreMarker) -> None:
+    def _setup(
+        self,
+        inner: SearchableBackend,
+        cipher: Cipher,
+        marker: StoreMarker,
+        user_keys: UserKeys | None = None,
+    ) -> None:
         self.inner = inner
         self.cipher = cipher
         self.store_id = marker.store_id
-        self.codec = Codec(cipher, marker.store_id)
+        self.user_keys = user_keys
+        if user_keys is not None:
+            user_keys.bind(cipher, marker.store_id)
+        self.codec = Codec(cipher, marker.store_id, user_keys)
+        self._owners: dict[str, SessionOwner] = {}
         limit = getattr(inner, "max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)
         self.max_message_bytes: int | None = limit
         self._previews: dict[tuple[str, int, int, datetime], str | None] = {}
@@ -147,6 +168,7 @@ class EncryptedBackend(ClosesOnExit):
 
     def create_session(self, record: SessionRecord) -> SessionRecord:
         """Store a new session, encrypted."""
+        self._owners.pop(record.id, None)
         return self.codec.open_record(self.inner.create_session(self.codec.seal_record(record)))
 
     def get_session(self, session_id: str) -> SessionRecord | None:
@@ -164,8 +186,9 @@ class EncryptedBackend(ClosesOnExit):
         sealed = None
         if values is not None:
             current = None
-            if "title" in values or "metadata" in values:
+            if "title" in values or "metadata" in values or self.user_keys is not None:
                 current = self.inner.get_session(session_id)
+            self._owners.pop(session_id, None)
             sealed = self.codec.seal_values(session_id, values, current)
         record = self.inner.update_session(session_id, values=sealed, increments=increments)
         return self.codec.open_record(record)
@@ -229,7 +252,46 @@ class EncryptedBackend(ClosesOnExit):
 
     def _seal_messages(self, messages: Sequence[Message], session_id: str) -> list[Message]:
         check_message_sizes(messages, self.max_message_bytes)
-        return [self.codec.seal_message(message, session_id) for message in messages]
+        owner = self.session_owner(session_id)
+        return [self.codec.seal_message(message, session_id, owner) for message in messages]
+
+    def _seal_created(self, record: SessionRecord, messages: Sequence[Message]) -> list[Message]:
+        self._owners[record.id] = (record.source, record.user_id)
+        return self._seal_messages(messages, record.id)
+
+    def session_owner(self, session_id: str) -> SessionOwner:
+        """The ``(platform, user id)`` of a session, when per-user keys are on (else ``None``)."""
+        if self.user_keys is None:
+            return None
+        if session_id not in self._owners:
+            record = self.inner.get_session(session_id)
+            self._owners[session_id] = None if record is None else (record.source, record.user_id)
+        return self._owners[session_id]
+
+    def scope_owner(self, scope_id: str) -> Owner:
+        """Whose key seals a state scope: a user scope's user, a session scope's user."""
+        kind, _, rest = scope_id.partition("|")
+        if kind == "user":
+            parts = [part.replace("%7C", "|").replace("%25", "%") for part in rest.split("|")]
+            return (parts[1], parts[2]) if len(parts) == _USER_SCOPE_PARTS else None
+        if kind == "session":
+            owner = self.session_owner(rest)
+            return None if owner is None or owner[1] is None else (owner[0], owner[1])
+        return None
+
+    def destroy_user_keys(self, platform: str, user_ids: Sequence[str]) -> int:
+        """Destroy these users' keys; what they sealed and survives is sealed anew first.
+
+        Called by ``SessionStore.erase_user`` after it deleted the users' data: a value still
+        under one of the keys (a kept session's record, a message without sender in it) is
+        re-sealed under the data key, then the keys are destroyed. Returns how many existed.
+        """
+        keys = self.user_keys
+        if keys is None:
+            return 0
+        self._owners.clear()
+        reseal_away(self, {keys.key_id(platform, user_id) for user_id in user_ids})
+        return sum(keys.destroy(platform, user_id) for user_id in user_ids)
 
     def _open_messages(self, messages: Sequence[Message], session_id: str) -> list[Message]:
         return [self.codec.open_message(message, session_id) for message in messages]
@@ -250,7 +312,7 @@ class EncryptedBackend(ClosesOnExit):
             self._seal_messages(messages, session_id),
             touch_at=touch_at,
             usage=usage,
-            state=self.codec.seal_changes(state),
+            state=self.codec.seal_changes(state, self.scope_owner),
             if_revision=if_revision,
         )
         return AppendResult(
@@ -337,7 +399,7 @@ class EncryptedBackend(ClosesOnExit):
         if_revision: int | None = None,
     ) -> SessionRecord | None:
         """Merge state changes, each value encrypted."""
-        sealed = self.codec.seal_changes(changes)
+        sealed = self.codec.seal_changes(changes, self.scope_owner)
         assert sealed is not None  # noqa: S101  # changes is a mapping
         record = self.inner.update_state(sealed, session_id=session_id, if_revision=if_revision)
         return self._open_record(record)
@@ -376,7 +438,7 @@ class EncryptedBackend(ClosesOnExit):
         sealed = attrs.evolve(
             plan,
             create=None if create is None else self.codec.seal_record(create),
-            messages=[] if create is None else self._seal_messages(messages, create.id),
+            messages=[] if create is None else self._seal_created(create, messages),
             entries=[
                 EntryWrite(
                     entry=self.codec.seal_entry(write.entry),

@@ -21,6 +21,7 @@ import attrs
 
 from hermes_sessions.backends.encrypted._codec import RESERVED_SCOPES, SEALED, STORE, TITLE
 from hermes_sessions.backends.encrypted._marker import mark_sealed, open_marker
+from hermes_sessions.backends.encrypted._userkeys import is_user_key
 from hermes_sessions.cipher import STORE_SCOPE, envelope_key_id, is_envelope
 from hermes_sessions.exceptions import ConflictError, EncryptionKeyError, InvalidArgumentError
 from hermes_sessions.protocols import SupportsScrub, SupportsStateScopes
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import SearchableBackend
 
+_RESEAL_PASSES = 3  # a writer racing an erasure can leave a value: go again, a few times
 _HASHED = re.compile("[a-p]{16}")  # a title's lineage base as the codec stores it
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "RotationProgress",
     "clear_title",
     "encrypt_store",
+    "reseal_away",
     "rotate_key",
     "scope_ids",
     "stale_values",
@@ -101,18 +104,26 @@ class ChainedKeys:
 
 
 class _Values:
-    """Which stored values need sealing anew: under another key, or (converting) in the clear."""
+    """Which stored values need sealing anew: under another key, or (converting) in the clear.
 
-    def __init__(self, current: str, *, plain: bool) -> None:
+    With ``doomed`` (per-user keys about to be destroyed), exactly the values under those keys.
+    A value under a per-user key is otherwise current: rotation re-wraps the user keys instead.
+    """
+
+    def __init__(self, current: str, *, plain: bool, doomed: frozenset[str] = frozenset()) -> None:
         self.current = current
         self.plain = plain
+        self.doomed = doomed
 
     def stale(self, value: Any) -> bool:
         """Whether one stored field value needs sealing anew (``None`` never does)."""
         if value is None:
             return False
         if is_envelope(value):
-            return envelope_key_id(value) != self.current
+            key_id = envelope_key_id(value)
+            if self.doomed:
+                return key_id in self.doomed
+            return key_id != self.current and not is_user_key(key_id)
         return self.plain
 
     def any_stale(self, values: Iterable[Any]) -> bool:
@@ -145,7 +156,7 @@ class _Values:
     def message(self, message: Message) -> bool:
         sealed = message.extra.get(SEALED)
         if not is_envelope(sealed):
-            return self.plain
+            return self.plain and not self.doomed
         return self.stale(sealed)
 
 
@@ -239,7 +250,7 @@ class _Run:
                 continue
             if is_envelope(message.extra.get(SEALED)):
                 message = codec.open_message(message, session_id)  # noqa: PLW2901  # opened
-            sealed = codec.seal_message(message, session_id)
+            sealed = codec.seal_message(message, session_id, backend.session_owner(session_id))
             backend.inner.replace_message(session_id, message_id, sealed)
             rewritten += 1
         self.count(messages_visited=len(messages), messages_rewritten=rewritten)
@@ -256,13 +267,15 @@ def _sealed_record(record: SessionRecord) -> bool:
     return any(is_envelope(v) for v in values) or bool({TITLE, STORE} & set(record.metadata))
 
 
-def stale_values(backend: _Wrapper, *, plain: bool = True) -> list[str]:
+def stale_values(
+    backend: _Wrapper, *, plain: bool = True, doomed: frozenset[str] = frozenset()
+) -> list[str]:
     """Where a value is not sealed under the current key (or, with ``plain``, is in the clear).
 
     Reads the whole store; each item names the place (``entry <key>``, ``session <id>``,
-    ``message <session>/<id>``, ``state <scope>``).
+    ``message <session>/<id>``, ``state <scope>``, ``user key <id>``).
     """
-    values = _Values(backend.cipher.current_key_id, plain=plain)
+    values = _Values(backend.cipher.current_key_id, plain=plain, doomed=doomed)
     inner = backend.inner
     found = [f"entry {e.session_key}" for e in inner.entries() if values.entry(e)]
     for scope_id, stored in inner.get_state(scope_ids(inner)).items():
@@ -276,12 +289,18 @@ def stale_values(backend: _Wrapper, *, plain: bool = True) -> list[str]:
             for m in inner.get_messages(session_id, include_inactive=True)
             if values.message(m)
         )
+    if backend.user_keys is not None and not doomed:
+        found.extend(f"user key {key_id}" for key_id in backend.user_keys.stale())
     return found
 
 
-def _walk(backend: _Wrapper, *, plain: bool) -> Iterator[RotationProgress]:
-    run = _Run(backend, _Values(backend.cipher.current_key_id, plain=plain))
+def _walk(
+    backend: _Wrapper, *, plain: bool, doomed: frozenset[str] = frozenset()
+) -> Iterator[RotationProgress]:
+    run = _Run(backend, _Values(backend.cipher.current_key_id, plain=plain, doomed=doomed))
     scopes = scope_ids(backend.inner)
+    if backend.user_keys is not None and not doomed:
+        backend.user_keys.rewrap()  # each user key, wrapped under the current data key
     sessions = [i.record.id for i in backend.inner.list_sessions(SessionQuery(limit=None)).items]
     run.count(sessions_total=len(sessions))
     run.entries()
@@ -291,8 +310,8 @@ def _walk(backend: _Wrapper, *, plain: bool) -> Iterator[RotationProgress]:
         run.session(session_id)
         run.count(sessions_done=1)
         yield run.progress
-    remaining = len(stale_values(backend, plain=plain))
-    if remaining == 0:
+    remaining = len(stale_values(backend, plain=plain, doomed=doomed))
+    if remaining == 0 and not doomed:
         _drop_old_canaries(backend)
     yield attrs.evolve(run.progress, remaining=remaining)
 
@@ -304,6 +323,20 @@ def _drop_old_canaries(backend: _Wrapper) -> None:
     old = [name for name in stored if name.startswith("canary:") and name != f"canary:{current}"]
     if old:
         backend.inner.update_state({STORE_SCOPE: dict.fromkeys(old, DELETE)})
+
+
+def reseal_away(backend: _Wrapper, doomed: set[str]) -> None:
+    """Seal anew, under the data key, every value still under the per-user keys ``doomed``."""
+    keys = backend.user_keys
+    assert keys is not None  # noqa: S101  # called with per-user keys only
+    keys.retiring.update(doomed)
+    try:
+        for _ in range(_RESEAL_PASSES):
+            *_, last = _walk(backend, plain=False, doomed=frozenset(doomed))
+            if last.finished:
+                return
+    finally:
+        keys.retiring.difference_update(doomed)
 
 
 def rotate_key(backend: _Wrapper, new: KeyProvider | None = None) -> Iterator[RotationProgress]:
