@@ -679,6 +679,8 @@ _MISMATCH_ADVICE = {
     "plain-store": "it holds data written without encryption; open it without a cipher, or "
     "encrypt it first with hermes_sessions.backends.encrypted.encrypt_store() (docs/privacy.md)",
     "unfinished": "encrypt_store() was interrupted; run it again to finish encrypting the store",
+    "no-user-keys": "it seals users' content under per-user keys: open it with user_keys= "
+    "(--user-keys DIR for the hermes-sessions command; docs/privacy.md)",
     "wrong-token-key": "the token key given is not the one the store was written with; give the "
     "right token key: nothing was written",
 }
@@ -694,7 +696,8 @@ class EncryptionMismatchError(HermesSessionsError, ValueError):
         reason: ``"no-cipher"`` (an encrypted store opened without a cipher), ``"wrong-key"``
             (a key that does not open its id's canary), ``"wrong-token-key"`` (a token key
             other than the store's), ``"plain-store"`` (a store with plain data opened with a
-            cipher) or ``"unfinished"`` (an interrupted ``encrypt_store()``).
+            cipher), ``"unfinished"`` (an interrupted ``encrypt_store()``) or ``"no-user-keys"``
+            (a store with per-user keys opened without them).
         key_id: The key id concerned (``"wrong-key"``), else ``None``.
         where: The store (a path, a schema), when known.
 
@@ -712,6 +715,7 @@ class EncryptionMismatchError(HermesSessionsError, ValueError):
             "wrong-token-key": f"the token key does not match {store}",
             "plain-store": f"{store} is not encrypted",
             "unfinished": f"{store} is only partly encrypted",
+            "no-user-keys": f"{store} uses per-user keys",
         }.get(reason, f"{store} cannot be opened this way")
         super().__init__(f"{what}: {_MISMATCH_ADVICE.get(reason, reason)}")
 

@@ -10,8 +10,9 @@ from encrypted_corpus import KEY_1, KEY_2, KINDS, cipher, plain_backend
 
 from hermes_sessions import Message, SessionSource, SessionStore
 from hermes_sessions.backends.encrypted import DirectoryUserKeys, EncryptedBackend, UserKeys
+from hermes_sessions.backends.encrypted._codec import Codec
 from hermes_sessions.cipher import StaticKeys, envelope_key_id
-from hermes_sessions.exceptions import EncryptionKeyError
+from hermes_sessions.exceptions import EncryptionKeyError, EncryptionMismatchError
 from hermes_sessions.state import StateScope
 
 if TYPE_CHECKING:
@@ -143,16 +144,29 @@ def test_rotate_key_rewraps_the_user_keys(open_store: Opener, tmp_path: Path) ->
         assert store.messages(alice)[0].content == "alice secret"
 
 
-def test_a_user_key_envelope_needs_the_user_keys(
+def test_a_store_with_user_keys_is_refused_without_them(
     open_store: Opener, kind: str, tmp_path: Path
 ) -> None:
-    """Opened without user_keys=, a per-user envelope says which key it needs."""
+    """Once opened with user_keys=, the store records it and refuses an opener without them."""
+    with open_store() as store:
+        _chat(store, ALICE, "alice secret")
+    inner = plain_backend(kind, tmp_path / "store")
+    with pytest.raises(EncryptionMismatchError) as caught:
+        EncryptedBackend(inner, cipher=cipher({"k1": KEY_1}))
+    assert caught.value.reason == "no-user-keys"
+    assert "user_keys=" in str(caught.value)
+
+
+def test_a_user_key_envelope_without_the_user_keys_names_them(
+    open_store: Opener, kind: str, tmp_path: Path
+) -> None:
+    """The codec without user keys says which key a per-user envelope needs."""
     with open_store() as store:
         alice = _chat(store, ALICE, "alice secret")
-    inner = plain_backend(kind, tmp_path / "store")
-    plain_keys = EncryptedBackend(inner, cipher=cipher({"k1": KEY_1}))
-    with SessionStore(plain_keys) as store, pytest.raises(EncryptionKeyError, match="user_keys"):
-        store.messages(alice)
+        sealed = store.backend.inner.get_messages(alice)[0]  # type: ignore[attr-defined]
+        bare = Codec(store.backend.cipher, store.backend.store_id)  # type: ignore[attr-defined]
+        with pytest.raises(EncryptionKeyError, match="user_keys"):
+            bare.open_message(sealed, alice)
 
 
 def test_the_first_key_created_wins(tmp_path: Path) -> None:

@@ -276,3 +276,28 @@ def test_a_wrong_key_is_one_line(
     code, _, err = run(capsys, *target.options, "--key-file", wrong, "rename", "x", "y")
     assert (code, err.count("\n")) == (2, 1)
     assert "does not open" in err
+
+
+def test_erase_user_with_the_user_keys_destroys_the_key(
+    tmp_path: Path, key_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--user-keys opens a store with per-user keys; erase-user destroys the user's key file."""
+    from hermes_sessions import Message, SessionSource  # noqa: PLC0415
+    from hermes_sessions.backends.encrypted import DirectoryUserKeys, UserKeys  # noqa: PLC0415
+
+    home, keys = tmp_path / "home", tmp_path / "user-keys"
+    home.mkdir()
+    user_keys = UserKeys(DirectoryUserKeys(keys))
+    inner = SQLiteBackend(home / "state.db")
+    with SessionStore(EncryptedBackend(inner, cipher=cipher(), user_keys=user_keys)) as store:
+        source = SessionSource(platform="telegram", chat_id="9", user_id="alice")
+        store.append(store.get_or_create(source).session_id, Message(role="user", content="hi"))
+    assert len(list(keys.glob("u-*.key"))) == 1
+    code, _, err = run(capsys, "--home", home, "--key-file", key_file, "list")
+    assert (code, err.count("\n")) == (2, 1)
+    assert "per-user keys" in err
+    argv = ["--home", home, "--key-file", key_file, "--user-keys", keys]
+    code, out, _ = run(capsys, *argv, "erase-user", "telegram", "alice", "--yes", "--json")
+    assert code == 0
+    assert json.loads(out)["keys_destroyed"] == 1
+    assert list(keys.glob("u-*.key")) == []

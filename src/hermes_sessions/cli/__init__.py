@@ -78,6 +78,12 @@ def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per 
         help="an encrypted store's keys (default: $HERMES_SESSIONS_KEY_FILE, else "
         "$HERMES_SESSIONS_KEYS and $HERMES_SESSIONS_TOKEN_KEY; docs/cli.md)",
     )
+    parser.add_argument(
+        "--user-keys",
+        type=Path,
+        help="the per-user key directory of an encrypted store that has one "
+        "(default: $HERMES_SESSIONS_USER_KEYS)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
@@ -207,7 +213,12 @@ def _play_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
 
 def _run(args: argparse.Namespace) -> int:
     from hermes_sessions.cli import _read  # noqa: PLC0415
-    from hermes_sessions.cli._home import detect_backend, load_cipher, open_store  # noqa: PLC0415
+    from hermes_sessions.cli._home import (  # noqa: PLC0415
+        detect_backend,
+        load_cipher,
+        load_user_keys,
+        open_store,
+    )
     from hermes_sessions.cli._manage import cmd_memory  # noqa: PLC0415
     from hermes_sessions.cli._output import UsageError  # noqa: PLC0415
     from hermes_sessions.exceptions import CorruptRecordError  # noqa: PLC0415
@@ -215,6 +226,7 @@ def _run(args: argparse.Namespace) -> int:
 
     args.home = args.home if args.home is not None else default_home()
     args.cipher = load_cipher(args.key_file)
+    args.user_keys = load_user_keys(args.user_keys, args.cipher)
     if args.command == "memory" and args.cipher is None and detect_backend(args.home):
         open_store(args.home, args.backend, create=False).close()  # refuses an encrypted one
     if args.command == "mcp":
@@ -239,6 +251,7 @@ def _run(args: argparse.Namespace) -> int:
                 dsn=args.dsn,
                 schema=args.schema,
                 cipher=args.cipher,
+                user_keys=args.user_keys,
             )
         except CorruptRecordError as error:
             if args.command != "check":

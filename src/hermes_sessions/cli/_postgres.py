@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 from hermes_sessions.cli._output import UsageError
 
 if TYPE_CHECKING:
+    from hermes_sessions.backends.encrypted import UserKeys
     from hermes_sessions.cipher import Cipher
     from hermes_sessions.store import SessionStore
 
@@ -78,7 +79,12 @@ def _probe(psycopg: Any, dsn: str, schema: str) -> bool:
 
 
 def open_postgres(
-    dsn: str | None, schema: str | None, *, create: bool, cipher: Cipher | None = None
+    dsn: str | None,
+    schema: str | None,
+    *,
+    create: bool,
+    cipher: Cipher | None = None,
+    user_keys: UserKeys | None = None,
 ) -> SessionStore:
     """The store in ``schema`` of the database at ``dsn`` (default: ``$HERMES_SESSIONS_DSN``).
 
@@ -107,7 +113,7 @@ def open_postgres(
     if cipher is not None:
         from hermes_sessions.backends.encrypted import EncryptedBackend  # noqa: PLC0415
 
-        return SessionStore(EncryptedBackend(backend, cipher=cipher))
+        return SessionStore(EncryptedBackend(backend, cipher=cipher, user_keys=user_keys))
     try:
         return SessionStore(backend)
     except BaseException:

@@ -60,7 +60,8 @@ class EncryptedBackend(ClosesOnExit):
     Opening checks the store's record of itself (``_marker``): an empty store is created
     encrypted; a store with plain data, a key that does not open its id's canary or a wrong
     token key raise :class:`~hermes_sessions.exceptions.EncryptionMismatchError` at once, and
-    ``inner`` is closed.
+    ``inner`` is closed. With ``user_keys`` (:class:`UserKeys`), each user's own content is
+    sealed under a key of their own that ``erase_user`` destroys (``docs/privacy.md``).
 
     .. versionadded:: 0.1.0
     """
@@ -93,7 +94,7 @@ class EncryptedBackend(ClosesOnExit):
                 "EncryptedBackend(inner)", "must be a searchable backend (SQLite, JSONL, ...)"
             )
         try:
-            marker = open_marker(inner, cipher)
+            marker = open_marker(inner, cipher, user_keys=user_keys is not None)
         except BaseException:
             inner.close()
             raise
@@ -101,11 +102,15 @@ class EncryptedBackend(ClosesOnExit):
 
     @classmethod
     def _over_marker(
-        cls, inner: SearchableBackend, cipher: Cipher, marker: StoreMarker
+        cls,
+        inner: SearchableBackend,
+        cipher: Cipher,
+        marker: StoreMarker,
+        user_keys: UserKeys | None = None,
     ) -> EncryptedBackend:
         """A wrapper on a store whose marker ``encrypt_store`` has already checked."""
         backend = cls.__new__(cls, inner, cipher=cipher)
-        backend._setup(inner, cipher, marker)  # noqa: SLF001  # the class's own
+        backend._setup(inner, cipher, marker, user_keys)  # noqa: SLF001  # the class's own
         return backend
 
     def _setup(

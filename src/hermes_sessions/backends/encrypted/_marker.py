@@ -12,7 +12,9 @@ holds no content), so a plain reader sees that the store is encrypted
   here, at open, before anything is written under it. The current key's canary is added the
   first time a key id is used;
 * ``token``: the keyed hash of the store id under the token key, which catches a wrong token
-  key (it would silently break search and titles) the same way.
+  key (it would silently break search and titles) the same way;
+* ``user_keys``: ``true`` once the store was opened with per-user keys (``_userkeys``): it is
+  refused without them from then on.
 
 A store with no record is created encrypted only when it is empty (no entry, session or state).
 One with data is a plain store and is refused, unless its session records carry the store id
@@ -76,6 +78,8 @@ class StoreMarker:
     state: str
     canaries: dict[str, str]
     token: str
+    user_keys: bool = False
+    """Whether the store seals users' content under per-user keys (never turned off)."""
 
     @classmethod
     def read(cls, inner: Backend) -> StoreMarker | None:
@@ -93,6 +97,7 @@ class StoreMarker:
             state=str(value.get("state")),
             canaries=canaries,
             token=str(value.get("token")),
+            user_keys=value.get("user_keys") is True,
         )
 
 
@@ -149,15 +154,19 @@ class _CreationLease:
         self.inner.release_lease(_LEASE, self.holder)
 
 
-def open_marker(inner: Backend, cipher: Cipher, *, sealing: bool = False) -> StoreMarker:
+def open_marker(
+    inner: Backend, cipher: Cipher, *, sealing: bool = False, user_keys: bool = False
+) -> StoreMarker:
     """Check (or create) the marker of ``inner``'s store for ``cipher``; return it.
 
     With ``sealing`` (:func:`encrypt_store`), a store with plain data is accepted and marked
-    ``sealing``, and a store already ``sealing`` is resumed.
+    ``sealing``, and a store already ``sealing`` is resumed. With ``user_keys`` the store is
+    recorded as using per-user keys; a store so recorded is refused without them.
 
     Raises:
         EncryptionMismatchError: a plain store (unless ``sealing``), an unfinished conversion
-            (unless ``sealing``), a key that does not open its canary, a wrong token key.
+            (unless ``sealing``), a key that does not open its canary, a wrong token key, a
+            store with per-user keys opened without them.
     """
     marker = StoreMarker.read(inner)
     if marker is None:
@@ -172,6 +181,11 @@ def open_marker(inner: Backend, cipher: Cipher, *, sealing: bool = False) -> Sto
         raise EncryptionMismatchError("wrong-token-key", where=where)
     for key_id, envelope in marker.canaries.items():
         _check_canary(cipher, marker.store_id, key_id, envelope, where)
+    if marker.user_keys and not user_keys:
+        raise EncryptionMismatchError("no-user-keys", where=where)
+    if user_keys and not marker.user_keys:
+        inner.update_state({STORE_SCOPE: {"user_keys": True}})
+        marker = attrs.evolve(marker, user_keys=True)
     current = cipher.current_key_id
     if current not in marker.canaries:
         name, envelope = _canary(cipher, marker.store_id)

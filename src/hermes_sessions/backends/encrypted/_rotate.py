@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
     from hermes_sessions.backends.encrypted._backend import EncryptedBackend as _Wrapper
+    from hermes_sessions.backends.encrypted._userkeys import UserKeys
     from hermes_sessions.cipher import Cipher, KeyProvider
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import SearchableBackend
@@ -352,11 +353,14 @@ def rotate_key(backend: _Wrapper, new: KeyProvider | None = None) -> Iterator[Ro
     """
     if new is not None:
         backend.cipher.use_keys(ChainedKeys(new, backend.cipher.keys))
-        open_marker(backend.inner, backend.cipher)  # the new key's canary, before it writes
+        user_keys = backend.user_keys is not None
+        open_marker(backend.inner, backend.cipher, user_keys=user_keys)  # the new key's canary
     return _walk(backend, plain=False)
 
 
-def encrypt_store(inner: SearchableBackend, cipher: Cipher) -> Iterator[RotationProgress]:
+def encrypt_store(
+    inner: SearchableBackend, cipher: Cipher, *, user_keys: UserKeys | None = None
+) -> Iterator[RotationProgress]:
     """Encrypt a plain store in place; yield progress; safe to interrupt and run again.
 
     The store is first marked as being encrypted (from then on, opening it plain or encrypted
@@ -365,7 +369,8 @@ def encrypt_store(inner: SearchableBackend, cipher: Cipher) -> Iterator[Rotation
     left in the clear, the inner backend's ``scrub()`` (SQLite, JSONL) removes the old clear
     text from its files, the store is marked encrypted and the last progress is ``finished``.
     PostgreSQL keeps old row versions until ``VACUUM``: run ``VACUUM FULL`` on its tables
-    after. Stop every process that writes to the store first. ``inner`` stays open.
+    after. Stop every process that writes to the store first. ``inner`` stays open. With
+    ``user_keys``, users' content is sealed under their own keys as it is converted.
 
     .. versionadded:: 0.1.0
     """
@@ -373,8 +378,8 @@ def encrypt_store(inner: SearchableBackend, cipher: Cipher) -> Iterator[Rotation
         EncryptedBackend as Wrapper,
     )
 
-    marker = open_marker(inner, cipher, sealing=True)
-    backend = Wrapper._over_marker(inner, cipher, marker)  # noqa: SLF001  # its own package
+    marker = open_marker(inner, cipher, sealing=True, user_keys=user_keys is not None)
+    backend = Wrapper._over_marker(inner, cipher, marker, user_keys)  # noqa: SLF001  # its own
     for progress in _walk(backend, plain=True):
         if progress.finished:
             if isinstance(inner, SupportsScrub):
