@@ -3,8 +3,10 @@
 One agent is cached per session (``SessionCache``); every turn tells the model where it is
 talking (``session_context_prompt``), sends only the newest whole turns
 (``context_window``) converted to the model's wire format (``formats``), and after an automatic
-reset tells the user and the model what happened (``reset_notice``). A frozen clock makes a day
-pass in an instant. Run it with ``python examples/gateway.py``; it keeps nothing on disk.
+reset tells the user and the model what happened (``reset_notice``) — but never for a webhook
+redelivered a day late, which the turn recognises before the reset policy could act. A frozen
+clock makes a day pass in an instant. Run it with ``python examples/gateway.py``; it keeps
+nothing on disk.
 """
 
 from __future__ import annotations
@@ -89,10 +91,13 @@ class Gateway:
         )
         store.on_rotate(self.agents.on_rotate)
 
-    async def handle(self, source: SessionSource, text: str) -> None:
-        """One inbound message, start to finish."""
+    async def handle(self, source: SessionSource, text: str, message_id: str) -> None:
+        """One inbound message, start to finish (``message_id``: the platform's, qualified)."""
         print(f"<- {source.user_name}: {text}")
-        async with self.store.turn(source) as lookup:
+        async with self.store.turn(source, platform_message_id=message_id) as lookup:
+            if lookup.redelivered is not None:  # checked before the idle policy could reset
+                print("  (a redelivery: answered already, nothing to do)")
+                return
             session_id = lookup.session_id
             if lookup.reset is not None:
                 policy = RESETS.for_source(source.platform, source.chat_type)
@@ -109,7 +114,12 @@ class Gateway:
             agent = await self.agents.aget_or_create(lookup, build)
             if is_shared_session(source, self.keys):
                 text = prefix_sender(text, source)
-            user = Message(role="user", content=text, sender_id=source.participant)
+            user = Message(
+                role="user",
+                content=text,
+                sender_id=source.participant,
+                platform_message_id=message_id,
+            )
             await self.store.append(session_id, user)
             await self.reply(source, agent)
 
@@ -149,12 +159,13 @@ async def main() -> None:
     ada = SessionSource(**group, chat_name="Ops", user_id="1", user_name="Ada")
     bo = SessionSource(**group, chat_name="Ops", user_id="2", user_name="Bo")
 
-    await gateway.handle(lin, "What is the weather like?")
+    await gateway.handle(lin, "What is the weather like?", "ou_lin:om_1")
     for number in range(8):
         CLOCK.advance(minutes=5)
-        await gateway.handle(lin, f"Note number {number}: remember to water the plants. " * 3)
-    await gateway.handle(ada, "Deploy is done.")
-    await gateway.handle(bo, "Thanks! Any weather warnings?")
+        note = f"Note number {number}: remember to water the plants. " * 3
+        await gateway.handle(lin, note, f"ou_lin:om_n{number}")
+    await gateway.handle(ada, "Deploy is done.", "-100:501")
+    await gateway.handle(bo, "Thanks! Any weather warnings?", "-100:502")
     lookup = await store.get_or_create(lin)
     print("\nthe system prompt of Lin's agent:")
     agent = gateway.agents.get(lookup)
@@ -170,7 +181,8 @@ async def main() -> None:
 
     print("\nthe next day:")
     CLOCK.advance(timedelta(hours=25))
-    await gateway.handle(lin, "Good morning!")
+    await gateway.handle(lin, "What is the weather like?", "ou_lin:om_1")  # redelivered late
+    await gateway.handle(lin, "Good morning!", "ou_lin:om_2")
     await gateway.agents.aclose()
     await store.aclose()
 

@@ -14,15 +14,17 @@ def main() -> None:
     resets = ResetPolicies(ResetPolicy(mode="idle", idle_minutes=120, timezone="Asia/Shanghai"))
     with SessionStore.open(resets=resets) as store:  # SQLite under $HERMES_SESSIONS_HOME
         source = SessionSource(platform="telegram", chat_id="42", user_id="ada")
-        lookup = store.get_or_create(source)
-        print(f"session key: {lookup.entry.session_key}")
         for _delivery in range(2):  # the platform sends the same webhook twice
-            question = Message(  # Telegram ids are per chat: qualify them with the chat id
-                role="user", content="How do I free port 8443?", platform_message_id="42:m1"
-            )
-            if store.seen(lookup.entry.session_key, "42:m1") is not None:
+            # Telegram ids are per chat: qualify them with the chat id. Passing the id to the
+            # lookup checks for a redelivery before the reset policy could start a new session.
+            lookup = store.get_or_create(source, platform_message_id="42:m1")
+            if lookup.redelivered is not None:
                 print("redelivery: the model is not called again")
                 continue
+            print(f"session key: {lookup.entry.session_key}")
+            question = Message(
+                role="user", content="How do I free port 8443?", platform_message_id="42:m1"
+            )
             answer = Message(role="assistant", content="Stop the old container that holds it.")
             store.append(lookup.session_id, question, answer)
         print(f"messages stored: {len(store.transcript(lookup.session_id))}")

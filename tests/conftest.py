@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import settings
 
+from extras import ONLY_EXERCISED_WITH, available, skip_reason
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.backends.jsonl import JSONLBackend
 from hermes_sessions.backends.sqlite import SQLiteBackend
@@ -32,6 +33,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="run the reliability suite 20x larger (more processes' operations, more kills)",
     )
+
+
+def _missing() -> list[str]:
+    """What this run lacks (``"server"``, framework import names), in a fixed order."""
+    return sorted(need for need in ONLY_EXERCISED_WITH if not available(need))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Leave out of the coverage gate the code that only unrunnable tests exercise (issue 32).
+
+    Without a PostgreSQL server (or a framework), the tests that need it skip, and the library
+    code that only they run (``extras.ONLY_EXERCISED_WITH``) is not counted; everything else is
+    gated as strictly as when they run. pytest-cov reports from the controlling process, whose
+    ``Coverage`` objects the ``_cov`` plugin's controller holds (``cov``, the object pytest-cov's
+    ``cov`` fixture gives, and under xdist ``combining_cov``).
+    """
+    controller = getattr(config.pluginmanager.getplugin("_cov"), "cov_controller", None)
+    omitted = [pattern for need in _missing() for pattern in ONLY_EXERCISED_WITH[need]]
+    # Under xdist the controller reports from a second object that combines the workers' data.
+    for name in ("cov", "combining_cov"):
+        coverage = getattr(controller, name, None)
+        if coverage is not None and omitted:
+            already = coverage.get_option("report:omit") or []
+            coverage.set_option("report:omit", [*already, *omitted])
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say once which tests could not run here, why, and what the coverage gate left out."""
+    missing = _missing()
+    if not missing or getattr(terminalreporter.config, "workerinput", None) is not None:
+        return
+    reasons = dict.fromkeys(skip_reason(need) for need in missing)
+    terminalreporter.section("not run here")
+    for reason in reasons:
+        terminalreporter.write_line(f"skipped: {reason}")
+    if getattr(terminalreporter.config.pluginmanager.getplugin("_cov"), "cov_controller", None):
+        left_out = ", ".join(p for need in missing for p in ONLY_EXERCISED_WITH[need])
+        terminalreporter.write_line(f"left out of the coverage gate: {left_out}")
 
 
 # A deadline is a wall-clock limit, and these machines are noisy: never use one.

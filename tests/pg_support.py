@@ -24,7 +24,8 @@ DSN_VARIABLE = "HERMES_SESSIONS_TEST_PG_DSN"
 PREFIX_VARIABLE = "HERMES_SESSIONS_TEST_PG_PREFIX"
 SKIP_REASON = (
     f"PostgreSQL tests need a server: set {DSN_VARIABLE}=postgresql://user@host:5432/db "
-    "(CI sets it) and install the 'postgres' extra"
+    "(CI sets it; one way: docker run -d -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust "
+    f"postgres:16, then {DSN_VARIABLE}=postgresql://postgres@127.0.0.1:5432/postgres)"
 )
 
 

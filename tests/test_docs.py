@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from extras import FRAMEWORKS_REASON, missing_for_source
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -17,8 +19,11 @@ def test_python_blocks_run(document, tmp_path, monkeypatch):
     """The Python blocks of a document run in order, in one namespace, without error."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HERMES_SESSIONS_HOME", str(tmp_path / "home"))
+    blocks = BLOCK.findall(document.read_text(encoding="utf-8"))
+    if any(missing_for_source(block) is not None for block in blocks):
+        pytest.skip(FRAMEWORKS_REASON)
     namespace: dict[str, object] = {"__name__": f"doc_{document.stem}"}
-    for number, block in enumerate(BLOCK.findall(document.read_text(encoding="utf-8")), 1):
+    for number, block in enumerate(blocks, 1):
         code = compile(block, f"{document.name}[block {number}]", "exec")
         exec(code, namespace)  # noqa: S102  # our own documentation
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 import hermes_sessions
+from extras import missing_for_module
 
 ROOT = Path(__file__).resolve().parent.parent
-API_DOC = ROOT / "docs" / "api.md"
+API_PAGES = sorted((ROOT / "docs" / "api").glob("*.md"))
 
 
 def test_all_is_unique():
@@ -61,8 +62,8 @@ def test_every_public_name_imports(name):
 
 
 def _reference_modules() -> set[str]:
-    """The modules the generated API reference renders (its ``::: module`` directives)."""
-    text = API_DOC.read_text(encoding="utf-8")
+    """The modules the generated API reference renders (the ``::: module`` lines of its pages)."""
+    text = "\n".join(page.read_text(encoding="utf-8") for page in API_PAGES)
     return set(re.findall(r"^::: ([\w.]+)$", text, re.MULTILINE))
 
 
@@ -84,19 +85,19 @@ def test_every_public_name_is_documented(name):
     obj = getattr(hermes_sessions, name)
     assert inspect.getdoc(obj), f"{name} has no docstring"
     module = hermes_sessions._EXPORTS[name]
-    assert module in _reference_modules(), f"add '::: {module}' to docs/api.md"
+    assert module in _reference_modules(), f"add '::: {module}' to its page of docs/api/"
     assert name in importlib.import_module(module).__all__, f"{name} is not in {module}.__all__"
 
 
 @pytest.mark.parametrize("module", _public_modules())
 def test_every_public_module_is_in_the_reference(module):
-    """Every public module has a ``::: module`` directive in docs/api.md and an ``__all__``."""
-    assert module in _reference_modules(), f"add '::: {module}' to docs/api.md"
+    """Every public module has a ``::: module`` line on a page of docs/api/ and an ``__all__``."""
+    assert module in _reference_modules(), f"add '::: {module}' to its page of docs/api/"
     assert hasattr(importlib.import_module(module), "__all__"), f"{module} needs an __all__"
 
 
 def test_reference_names_only_real_modules():
-    """Every ``:::`` directive of docs/api.md names an importable public module."""
+    """Every ``:::`` directive of docs/api/ names an importable public module."""
     assert _reference_modules() <= set(_public_modules())
 
 
@@ -123,7 +124,8 @@ def test_submodules_import_cleanly():
         if path.name == "__main__.py":
             continue
         module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
-        importlib.import_module(module.removesuffix(".__init__"))
+        if missing_for_module(module) is None:  # else it needs a framework this run lacks
+            importlib.import_module(module.removesuffix(".__init__"))
 
 
 def test_import_is_light():

@@ -1,7 +1,7 @@
 """hermes-sessions: everything about chat sessions that a bot or agent host needs.
 
 Session keys from where a message came from, reset policies, pluggable storage, CJK-aware search,
-bounded memory files and LLM tools. This module only re-exports; see ``docs/api.md``.
+bounded memory files and LLM tools. This module only re-exports; see ``docs/api/``.
 
 Names are loaded on first use (``import hermes_sessions`` stays cheap and does no I/O) from the
 module ``_MODULES`` names for them. Type checkers see the same names through the grouped

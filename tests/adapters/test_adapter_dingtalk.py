@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import FRAMEWORKS_REASON
 from hermes_sessions import build_session_key
 from hermes_sessions.adapters import NewMessage
 from hermes_sessions.adapters import dingtalk as adapter
@@ -21,13 +22,13 @@ def load(name):
 
 def chatbot_message(name):
     """The payload as dingtalk-stream's ``ChatbotMessage``."""
-    dingtalk_stream = pytest.importorskip("dingtalk_stream")
+    dingtalk_stream = pytest.importorskip("dingtalk_stream", reason=FRAMEWORKS_REASON)
     return dingtalk_stream.ChatbotMessage.from_dict(load(name))
 
 
 def callback_message(name):
     """The payload inside the Stream frame a ``ChatbotHandler`` receives."""
-    dingtalk_stream = pytest.importorskip("dingtalk_stream")
+    dingtalk_stream = pytest.importorskip("dingtalk_stream", reason=FRAMEWORKS_REASON)
     frame = {
         "specVersion": "1.0",
         "type": "CALLBACK",

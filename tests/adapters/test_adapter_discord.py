@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import FRAMEWORKS_REASON
 from hermes_sessions import build_session_key
 from hermes_sessions.adapters import Edit, NewMessage, Retract
 from hermes_sessions.adapters import discord as adapter
@@ -43,7 +44,7 @@ def as_payload(name_or_data):
 
 def discord_message(name_or_data):
     """The payload as discord.py's own ``Message``, in a guild, thread or DM it builds itself."""
-    discord = pytest.importorskip("discord")
+    discord = pytest.importorskip("discord", reason=FRAMEWORKS_REASON)
     data = dict(as_payload(name_or_data))
     channel = data.pop("channel", None)
     state = discord.Client(intents=discord.Intents.none())._connection

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import FRAMEWORKS_REASON
 from hermes_sessions import KeyPolicy, build_session_key
 from hermes_sessions.adapters import NewMessage
 from hermes_sessions.adapters import feishu as adapter
@@ -22,7 +23,7 @@ def load(name):
 
 def lark_event(name):
     """The payload as lark-oapi's ``P2ImMessageReceiveV1``, as its dispatcher builds it."""
-    lark = pytest.importorskip("lark_oapi")
+    lark = pytest.importorskip("lark_oapi", reason=FRAMEWORKS_REASON)
     im = pytest.importorskip("lark_oapi.api.im.v1")
     return lark.JSON.unmarshal(
         (PAYLOADS / f"{name}.json").read_text("utf-8"), im.P2ImMessageReceiveV1

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import FRAMEWORKS_REASON
 from hermes_sessions import build_session_key
 from hermes_sessions.adapters import Edit, NewMessage, Retract
 from hermes_sessions.adapters import slack as adapter
@@ -21,7 +22,7 @@ def load(name):
 
 def through_bolt(*names):
     """What a slack-bolt app's listeners convert, dispatching the payloads offline."""
-    slack_bolt = pytest.importorskip("slack_bolt")
+    slack_bolt = pytest.importorskip("slack_bolt", reason=FRAMEWORKS_REASON)
     from slack_bolt.authorization import AuthorizeResult  # noqa: PLC0415  # optional framework
 
     def authorize(enterprise_id, team_id, user_id):

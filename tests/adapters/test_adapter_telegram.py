@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import FRAMEWORKS_REASON
 from hermes_sessions import build_session_key
 from hermes_sessions.adapters import Edit, NewMessage
 from hermes_sessions.adapters import telegram as adapter
@@ -21,13 +22,13 @@ def load(name):
 
 def ptb_update(name):
     """The payload as python-telegram-bot's ``Update``."""
-    telegram = pytest.importorskip("telegram")
+    telegram = pytest.importorskip("telegram", reason=FRAMEWORKS_REASON)
     return telegram.Update.de_json(load(name), None)
 
 
 def aiogram_update(name):
     """The payload as aiogram's ``Update``."""
-    types = pytest.importorskip("aiogram.types")
+    types = pytest.importorskip("aiogram.types", reason=FRAMEWORKS_REASON)
     return types.Update.model_validate(load(name))
 
 
@@ -143,7 +144,7 @@ def test_a_channel_post_keys_on_the_channel(update):
 
 def test_a_bare_message_is_accepted_too():
     """A ``Message`` (as aiogram handlers receive it) converts like the update around it."""
-    types = pytest.importorskip("aiogram.types")
+    types = pytest.importorskip("aiogram.types", reason=FRAMEWORKS_REASON)
     update = types.Update.model_validate(load("telegram_edited"))
     event = adapter.convert(update.edited_message)
     assert isinstance(event, Edit)

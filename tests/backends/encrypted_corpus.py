@@ -20,7 +20,7 @@ from hermes_sessions.cipher import Cipher, StaticKeys
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, SessionSource
 from hermes_sessions.protocols import EntryWrite, RotationPlan
 from hermes_sessions.state import StateScope
-from pg_support import open_pg, schema_dump, test_dsn
+from pg_support import open_pg, requires_pg, schema_dump
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -33,10 +33,7 @@ KEY_2 = hashlib.sha256(b"data key 2").digest()
 KINDS = [
     "sqlite",
     "jsonl",
-    pytest.param(
-        "postgres",
-        marks=pytest.mark.skipif(test_dsn() is None, reason="needs the PostgreSQL test server"),
-    ),
+    pytest.param("postgres", marks=requires_pg),
 ]
 """Each built-in persistent backend (PostgreSQL when the test server is configured)."""
 

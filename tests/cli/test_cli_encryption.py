@@ -20,7 +20,7 @@ from hermes_sessions.cli import main
 from hermes_sessions.interop import export_bundle
 from hermes_sessions.queries import SessionQuery
 from interop.conftest import Profile
-from pg_support import drop_schemas, open_pg, schema_dump, schema_for, test_dsn
+from pg_support import drop_schemas, open_pg, requires_pg, schema_dump, schema_for, test_dsn
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -31,10 +31,7 @@ TOKEN_KEY = hashlib.sha256(b"cli token key").digest()
 KINDS = [
     "sqlite",
     "jsonl",
-    pytest.param(
-        "postgres",
-        marks=pytest.mark.skipif(test_dsn() is None, reason="needs the PostgreSQL test server"),
-    ),
+    pytest.param("postgres", marks=requires_pg),
 ]
 SECRET_TITLE = "mkclisecrettitle"  # noqa: S105  # a marker searched for in the stored bytes
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +89,58 @@ def test_demo_needs_no_test_dependencies(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "The data is in" in result.stdout
+
+
+def _hints(output: str) -> list[str]:
+    """The command lines the demo suggests at its end."""
+    tail = output.split("Try the command line on it:\n", 1)[1]
+    return [line.strip() for line in tail.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("started", ["script", "module"])
+def test_demo_hints_paste_as_they_are(tmp_path, started):
+    """Each command the demo suggests runs as printed, with the program off PATH (issue 32)."""
+    script = Path(sys.executable).with_name("hermes-sessions")
+    if started == "script" and not script.exists():
+        pytest.skip("the hermes-sessions script is not installed beside this interpreter")
+    program = [str(script)] if started == "script" else [sys.executable, "-m", "hermes_sessions"]
+    environment = {**os.environ, "PATH": "/usr/bin:/bin"}  # not the venv: as after the README
+    home = tmp_path / "demo home"  # a space: the hints must quote
+    result = subprocess.run(
+        [*program, "demo", "--home", str(home)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=environment,
+        cwd=tmp_path,
+    )
+    hints = _hints(result.stdout)
+    assert len(hints) == 3
+    for hint in hints:
+        assert not hint.startswith("hermes-sessions ")  # not on PATH: the bare name would fail
+        ran = subprocess.run(
+            ["/bin/sh", "-c", hint],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=environment,
+            cwd=tmp_path,
+        )
+        assert ran.returncode == 0, (hint, ran.stderr)
+        assert ran.stdout
+
+
+def test_demo_hints_use_the_bare_name_when_on_path(tmp_path):
+    """When the shell finds the program on PATH, the hints use its bare name."""
+    script = Path(sys.executable).with_name("hermes-sessions")
+    if not script.exists():
+        pytest.skip("the hermes-sessions script is not installed beside this interpreter")
+    environment = {**os.environ, "PATH": f"{script.parent}:/usr/bin:/bin"}
+    result = subprocess.run(
+        ["hermes-sessions", "demo", "--home", str(tmp_path / "home")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=environment,
+    )
+    assert all(hint.startswith("hermes-sessions --home ") for hint in _hints(result.stdout))

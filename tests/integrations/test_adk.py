@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from extras import FRAMEWORKS_REASON
 from hermes_sessions.aio import AsyncSessionStore
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.exceptions import MissingDependencyError
@@ -17,7 +18,7 @@ from hermes_sessions.state import StateScope
 from hermes_sessions.store import SessionStore
 from hermes_sessions.testing import FrozenClock
 
-pytest.importorskip("google.adk")
+pytest.importorskip("google.adk", reason=FRAMEWORKS_REASON)
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.events import Event, EventActions
 from google.adk.sessions import BaseSessionService

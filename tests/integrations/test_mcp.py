@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
 
+from extras import FRAMEWORKS_REASON
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.cli import main
 from hermes_sessions.exceptions import MissingDependencyError
@@ -18,7 +18,8 @@ from hermes_sessions.memory import MemoryStore
 from hermes_sessions.models import Message, SessionSource
 from hermes_sessions.store import SessionStore
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp", reason=FRAMEWORKS_REASON)
+import anyio  # comes with mcp
 from mcp import Client, MCPError, StdioServerParameters
 
 from hermes_sessions.integrations.mcp import (

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from extras import FRAMEWORKS_REASON
 from hermes_sessions.aio import AsyncSessionStore
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.exceptions import (
@@ -23,7 +24,7 @@ from hermes_sessions.policy import ResetPolicies, ResetPolicy
 from hermes_sessions.store import SessionStore
 from hermes_sessions.testing import FrozenClock
 
-agents = pytest.importorskip("agents")
+agents = pytest.importorskip("agents", reason=FRAMEWORKS_REASON)
 from agents import Agent, Runner  # noqa: E402
 from agents.memory import Session, SessionSettings  # noqa: E402
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402

@@ -8,8 +8,9 @@ import logging
 import threading
 
 import pytest
+from store_scenarios import with_policy
 
-from hermes_sessions import LeaseHeldError, Message, SessionSource, SessionStore
+from hermes_sessions import LeaseHeldError, Message, ResetPolicy, SessionSource, SessionStore
 from hermes_sessions.aio import (
     AsyncMemoryStore,
     AsyncSessionStore,
@@ -274,5 +275,28 @@ def test_memory_files_and_tools_as_coroutines(tmp_path, store):
         assert found["success"] is True
         with pytest.raises(TypeError):
             await handle_session_search_async(object(), {})  # type: ignore[arg-type]
+
+    run(scenario())
+
+
+def test_an_async_turn_recognises_a_redelivery_across_a_reset(store, clock):
+    """turn(source, platform_message_id=) past the idle window holds the old session, unrotated."""
+    idle = AsyncSessionStore(with_policy(store, ResetPolicy(mode="idle", idle_minutes=60)))
+    pid = "7:1"
+
+    async def scenario():
+        async with idle.turn(LIN, platform_message_id=pid) as turn:
+            assert turn.redelivered is None
+            (stored,) = await idle.append(
+                turn.session_id, Message(role="user", content="hi", platform_message_id=pid)
+            )
+        clock.advance(hours=2)
+        async with idle.turn(LIN, platform_message_id=pid) as again:
+            assert (again.redelivered, again.reset) == (stored, None)
+            assert again.session_id == turn.session_id
+        lookup = await idle.get_or_create(LIN, platform_message_id=pid)
+        assert (lookup.redelivered, lookup.session_id) == (stored, turn.session_id)
+        edited = await idle.edit(turn.key, pid, "hello")
+        assert edited.content == "hello"
 
     run(scenario())

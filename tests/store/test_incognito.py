@@ -145,6 +145,17 @@ def test_a_policy_reset_deletes_the_old_incognito_transcript(lanes, clock):
         idle.session(old)
 
 
+def test_a_redelivery_past_the_idle_window_keeps_the_incognito_session(lanes, clock):
+    """The redelivery is recognised before the reset would delete the session holding it."""
+    idle = with_policy(lanes, ResetPolicy(mode="idle", idle_minutes=30))
+    old = _chat(idle, SECRET, "stale")
+    clock.advance(timedelta(hours=1))
+    again = idle.get_or_create(SECRET, platform_message_id="stale-1")
+    assert again.redelivered is not None
+    assert (again.session_id, again.reset) == (old, None)
+    assert idle.session(old).message_count == 2
+
+
 def test_branch_and_compress_keep_the_copy_and_drop_the_parent(lanes):
     """The child of a branch or a compression lives on in memory; its parent is gone."""
     parent = _chat(lanes, SECRET, "branch me")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
-from store_scenarios import DM, reply, user
+from store_scenarios import DM, reply, user, with_policy
 
-from hermes_sessions import SessionNotFoundError
+from hermes_sessions import ResetPolicy, SessionNotFoundError
 
 # -- rewinds and platform edits --------------------------------------------------------------------
 
@@ -82,3 +83,54 @@ def test_retract_and_edit_by_platform_id(store):
     assert store.retract(session_id, "om_404") is None
     with pytest.raises(SessionNotFoundError):
         store.edit(session_id, "om_404", "x")
+
+
+# -- edits and recalls after a reset (issue 34, item 8) --------------------------------------------
+
+
+def idle_reset_after(store, clock, *messages):
+    """Store ``messages`` in DM's session, then let the idle policy reset the key."""
+    idle = with_policy(store, ResetPolicy(mode="idle", idle_minutes=60))
+    lookup = idle.get_or_create(DM)
+    stored = idle.append(lookup.session_id, *messages)
+    clock.advance(hours=2)
+    assert idle.get_or_create(DM).reset is not None
+    return idle, lookup, stored
+
+
+def test_an_edit_by_key_reaches_the_session_the_key_left(store, clock):
+    """After an idle reset, editing by key updates the message where it is; search follows."""
+    idle, lookup, (old,) = idle_reset_after(
+        store, clock, user("typo teh", platform_message_id="o1")
+    )
+    edited = idle.edit(lookup.entry.session_key, "o1", "typo the")
+    assert (edited.id, edited.session_id, edited.content) == (old.id, lookup.session_id, "typo the")
+    assert idle.search("teh") == []
+    assert [hit.message.id for hit in idle.search("typo")] == [old.id]
+
+
+def test_a_recall_by_key_reaches_the_session_the_key_left(store, clock):
+    """After an idle reset, recalling by key soft-deletes the message; search drops it."""
+    idle, lookup, (old,) = idle_reset_after(
+        store, clock, user("secret plan", platform_message_id="o1")
+    )
+    retracted = idle.retract(lookup.entry.session_key, "o1")
+    assert retracted is not None
+    assert (retracted.id, retracted.session_id, retracted.active) == (
+        old.id,
+        lookup.session_id,
+        False,
+    )
+    assert idle.search("secret") == []
+
+
+def test_by_key_an_unknown_message_is_not_found(store):
+    """By key, an unknown message is SessionNotFoundError to edit and None to recall."""
+    key = store.get_or_create(DM).entry.session_key
+    with pytest.raises(SessionNotFoundError, match="o404"):
+        store.edit(key, "o404", "x")
+    assert store.retract(key, "o404") is None
+    unknown = store.key_for(attrs.evolve(DM, chat_id="ou_nobody", user_id="ou_nobody"))
+    with pytest.raises(SessionNotFoundError):
+        store.edit(unknown, "o1", "x")
+    assert store.retract(unknown, "o1") is None

@@ -81,12 +81,13 @@ InboundEvent: TypeAlias = NewMessage | Edit | Retract
 class Applied:
     """What :func:`apply` did.
 
-    ``session_id`` is the session the event went to (``None`` when an edit or recall names a
-    key that has no session); ``message`` is the stored, edited or retracted message (for a
-    redelivered message, the one stored the first time; ``None`` when an edit or recall names a
-    message the session does not have); ``lookup`` is the result of ``get_or_create`` for a
-    new message (``lookup.reset`` says whether the conversation was just reset, to tell the
-    user).
+    ``session_id`` is the session the event went to (the one holding the message, for a
+    redelivery, edit or recall; ``None`` when an edit or recall names a key that has no
+    session); ``message`` is the stored, edited or retracted message (for a redelivered
+    message, the one stored the first time; ``None`` when an edit or recall names a message
+    the key's sessions do not have); ``lookup`` is the result of ``get_or_create`` for a new
+    message (``lookup.reset`` says whether the conversation was just reset, to tell the user;
+    ``lookup.redelivered`` whether the message is a redelivery, to answer nothing).
 
     .. versionadded:: 0.1.0
     """
@@ -100,15 +101,22 @@ class Applied:
 def apply(store: SessionStore, event: InboundEvent) -> Applied:
     """Perform ``event`` on ``store``.
 
-    A :class:`NewMessage` goes through ``get_or_create`` (so reset policies apply) and
-    ``append`` (idempotent on ``platform_message_id``, so a redelivered webhook stores nothing).
-    An :class:`Edit` or :class:`Retract` goes to the current session of the source's key and
-    never creates one: a recall of a message the store never saw changes nothing.
+    A :class:`NewMessage` goes through ``get_or_create`` with its ``platform_message_id``, so a
+    redelivery is recognised before the reset policy could rotate the key (even hours later,
+    past an idle window): it stores nothing, and ``lookup.redelivered`` says so. A new message
+    is appended (the reset policy applied). An :class:`Edit` or :class:`Retract` goes to the
+    message where the key's :meth:`~SessionStore.seen` finds it — its current session or the
+    one it last left, after a reset — and never creates a session: a recall of a message the
+    store never saw changes nothing.
 
     .. versionadded:: 0.1.0
     """
     if isinstance(event, NewMessage):
-        lookup = store.get_or_create(event.source)
+        pmid = event.message.platform_message_id
+        lookup = store.get_or_create(event.source, platform_message_id=pmid)
+        if lookup.redelivered is not None:  # checked before anything rotated
+            copy = lookup.redelivered
+            return Applied(event=event, session_id=copy.session_id, message=copy, lookup=lookup)
         stored = store.append(lookup.session_id, event.message)
         return Applied(
             event=event,
@@ -116,15 +124,19 @@ def apply(store: SessionStore, event: InboundEvent) -> Applied:
             message=stored[0] if stored else None,
             lookup=lookup,
         )
+    key = store.key_for(event.source)
     try:
-        session_id = store.entry(store.key_for(event.source)).session_id
+        session_id = store.entry(key).session_id
     except SessionNotFoundError:
         return Applied(event=event, session_id=None, message=None)
+    changed: Message | None
     if isinstance(event, Retract):
-        retracted = store.retract(session_id, event.platform_message_id)
-        return Applied(event=event, session_id=session_id, message=retracted)
-    try:
-        edited = store.edit(session_id, event.platform_message_id, event.content)
-    except SessionNotFoundError:
-        edited = None
-    return Applied(event=event, session_id=session_id, message=edited)
+        changed = store.retract(key, event.platform_message_id)
+    else:
+        try:
+            changed = store.edit(key, event.platform_message_id, event.content)
+        except SessionNotFoundError:
+            changed = None
+    if changed is not None and changed.session_id is not None:
+        session_id = changed.session_id  # the session the key left, after a reset
+    return Applied(event=event, session_id=session_id, message=changed)

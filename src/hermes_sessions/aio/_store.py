@@ -8,8 +8,8 @@ two messages of one chat are processed in order and never race into two sessions
 model, append the reply); inside the block, and in tasks it starts, the key's operations run
 without waiting for the turn::
 
-    async with store.turn(source) as turn:
-        if await store.seen(turn.key, message.platform_message_id) is None:
+    async with store.turn(source, platform_message_id=message.platform_message_id) as turn:
+        if turn.redelivered is None:  # checked before the reset policy could rotate the key
             reply = await llm((await store.context(turn.session_id, max_messages=40)).messages)
             await store.append(turn.session_id, message, reply)
 """
@@ -29,9 +29,9 @@ import attrs
 
 from hermes_sessions.aio import _maintenance, _migration
 from hermes_sessions.aio._ownership import KeyLocks
+from hermes_sessions.aio._turn import Turn
 from hermes_sessions.aio._writers import WritePool
-from hermes_sessions.models import SessionEntry
-from hermes_sessions.store import SessionLookup, SessionStore
+from hermes_sessions.store import SessionStore
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from hermes_sessions.models import (
         Message,
         MessageContent,
-        ResetDecision,
+        SessionEntry,
         SessionRecord,
         SessionSource,
     )
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         RetentionPolicy,
         RetentionReport,
         RotateEvent,
+        SessionLookup,
         StoreOptions,
     )
     from hermes_sessions.usage import Usage
@@ -82,37 +83,6 @@ RotateCallback = Callable[["RotateEvent"], None] | Callable[["RotateEvent"], Awa
 
 .. versionadded:: 0.1.0
 """
-
-
-@attrs.define(eq=False)
-class Turn:
-    """The chat of one inbound message, held for the block of :meth:`AsyncSessionStore.turn`.
-
-    ``entry`` (and ``session_id``) follow rotations made inside the block — ``/new``, resume,
-    branch, compression — so a reply appended after ``/new`` lands in the new session. ``lookup``
-    is what the block started with.
-
-    .. versionadded:: 0.1.0
-    """
-
-    key: str
-    lookup: SessionLookup
-    entry: SessionEntry
-
-    @property
-    def session_id(self) -> str:
-        """The key's session now."""
-        return self.entry.session_id
-
-    @property
-    def created(self) -> bool:
-        """Whether the lookup at the start created (or rotated into) the session."""
-        return self.lookup.created
-
-    @property
-    def reset(self) -> ResetDecision | None:
-        """Why the lookup at the start reset the session automatically, if it did."""
-        return self.lookup.reset
 
 
 @attrs.define(eq=False)
@@ -256,16 +226,26 @@ class AsyncSessionStore:
             yield
 
     @contextlib.asynccontextmanager
-    async def turn(self, source: SessionSource, *, force_new: bool = False) -> AsyncIterator[Turn]:
+    async def turn(
+        self,
+        source: SessionSource,
+        *,
+        force_new: bool = False,
+        platform_message_id: str | None = None,
+    ) -> AsyncIterator[Turn]:
         """Look up the source's session and hold its key until the block ends.
 
         Inside the block, and in tasks it starts (``gather``, ``create_task``), ``reset``,
         ``resume``, ``branch``, ``get_or_create``, ``touch`` and ``append`` on the same key run
-        at once; other tasks wait. The :class:`Turn` follows rotations made in the block.
+        at once; other tasks wait. The :class:`Turn` follows rotations made in the block. With
+        ``platform_message_id``, ``turn.redelivered`` reports a redelivery (see ``get_or_create``).
         """
         key = self.store.key_for(source)
+        pmid, lookup_of = platform_message_id, self.store.get_or_create
         async with self._keys.hold(key):
-            lookup = await self._writes.read(self.store.get_or_create, source, force_new=force_new)
+            lookup = await self._writes.read(
+                lookup_of, source, force_new=force_new, platform_message_id=pmid
+            )
             turn = Turn(key=key, lookup=lookup, entry=lookup.entry)
             self._turns.setdefault(key, []).append(turn)
             try:
@@ -277,11 +257,17 @@ class AsyncSessionStore:
                     del self._turns[key]
 
     async def get_or_create(
-        self, source: SessionSource, *, force_new: bool = False
+        self,
+        source: SessionSource,
+        *,
+        force_new: bool = False,
+        platform_message_id: str | None = None,
     ) -> SessionLookup:
         """Async :meth:`SessionStore.get_or_create`, serialised per key."""
+        key, pmid = self.store.key_for(source), platform_message_id
+        lookup_of = self.store.get_or_create
         return await self._keyed(
-            self.store.key_for(source), self.store.get_or_create, source, force_new=force_new
+            key, lookup_of, source, force_new=force_new, platform_message_id=pmid
         )
 
     async def _keyed(
@@ -474,15 +460,15 @@ class AsyncSessionStore:
         """Async :meth:`SessionStore.restore`."""
         return await self._run(self.store.restore, session_id, messages)
 
-    async def retract(self, session_id: str, platform_message_id: str) -> Message | None:
+    async def retract(self, key_or_session_id: str, platform_message_id: str) -> Message | None:
         """Async :meth:`SessionStore.retract`."""
-        return await self._run(self.store.retract, session_id, platform_message_id)
+        return await self._run(self.store.retract, key_or_session_id, platform_message_id)
 
     async def edit(
-        self, session_id: str, platform_message_id: str, content: MessageContent
+        self, key_or_session_id: str, platform_message_id: str, content: MessageContent
     ) -> Message:
         """Async :meth:`SessionStore.edit`."""
-        return await self._run(self.store.edit, session_id, platform_message_id, content)
+        return await self._run(self.store.edit, key_or_session_id, platform_message_id, content)
 
     async def archive(self, session_id: str) -> SessionRecord:
         """Async :meth:`SessionStore.archive`."""

@@ -13,6 +13,8 @@ keys (``--key-file``, ``$HERMES_SESSIONS_KEY_FILE``, or ``$HERMES_SESSIONS_KEYS`
 from __future__ import annotations
 
 import argparse
+import shlex
+import shutil
 import sys
 import tempfile
 import warnings
@@ -207,8 +209,24 @@ def _play_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     home = args.demo_home or args.home or Path(tempfile.mkdtemp(prefix="hermes-sessions-demo-"))
     if home.exists() and any(home.iterdir()):
         parser.error(f"--home {home} is not empty; the demo needs a new or empty directory")
-    run_demo(home, sys.stdout, backend=args.demo_backend)
+    run_demo(home, sys.stdout, backend=args.demo_backend, program=_invocation(sys.argv[0]))
     return 0
+
+
+def _invocation(argv0: str) -> str:
+    """How to run this command line again from the current directory, ready to paste.
+
+    The bare name when the shell finds this very program on ``PATH``; else the path it was
+    started by (``.venv/bin/hermes-sessions`` after the README's install), or
+    ``python -m hermes_sessions`` with this interpreter.
+    """
+    script = Path(argv0)
+    if script.name == "__main__.py":
+        return f"{shlex.quote(sys.executable)} -m hermes_sessions"
+    found = shutil.which(script.name)
+    if found is not None and Path(found).resolve() == script.resolve():
+        return script.name
+    return shlex.quote(argv0)
 
 
 def _run(args: argparse.Namespace) -> int:

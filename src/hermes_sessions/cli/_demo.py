@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -132,9 +133,17 @@ class _Demo:
 
 
 def run_demo(
-    home: Path, out: TextIO, *, backend: Literal["sqlite", "jsonl", "memory"] = "sqlite"
+    home: Path,
+    out: TextIO,
+    *,
+    backend: Literal["sqlite", "jsonl", "memory"] = "sqlite",
+    program: str = "hermes-sessions",
 ) -> None:
-    """Play the scripted conversation on a store under ``home``, writing the story to ``out``."""
+    """Play the scripted conversation on a store under ``home``, writing the story to ``out``.
+
+    ``program`` is how the closing hints invoke the command line (see
+    :func:`~hermes_sessions.cli.invocation`), so they can be pasted as they are.
+    """
     clock = FrozenClock(datetime(2026, 5, 12, 1, 0, tzinfo=UTC))
     resets = ResetPolicies(
         ResetPolicy(mode="both", idle_minutes=60, at_hour=4, timezone="Asia/Shanghai")
@@ -150,10 +159,11 @@ def run_demo(
     out.write(f"\nThe data is in {home} ({', '.join(files)}).\n")
     if backend == "sqlite":
         advice = "'SELECT id, title, end_reason FROM sessions'"
-        out.write(f"Look inside with: sqlite3 {home / 'state.db'} {advice}\n")
+        out.write(f"Look inside with: sqlite3 {shlex.quote(str(home / 'state.db'))} {advice}\n")
     out.write("\nTry the command line on it:\n")
     commands = ("list --all", "show " + _first_id(home, backend), "search 部署")
-    out.writelines(f"  hermes-sessions --home {home} {command}\n" for command in commands)
+    prefix = f"{program} --home {shlex.quote(str(home))}"
+    out.writelines(f"  {prefix} {command}\n" for command in commands)
 
 
 def _first_id(home: Path, backend: Literal["sqlite", "jsonl"]) -> str:

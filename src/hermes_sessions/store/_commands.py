@@ -22,7 +22,7 @@ from hermes_sessions.exceptions import (
 )
 from hermes_sessions.models import stamped
 from hermes_sessions.protocols import EntryWrite, RotationPlan
-from hermes_sessions.store import _incognito, _rotations, _state, _titles
+from hermes_sessions.store import _incognito, _rotations, _state, _titles, _views
 from hermes_sessions.store._rotations import SessionLookup
 from hermes_sessions.store._targets import ResumeFilter, TargetResolver
 from hermes_sessions.titles import sanitize_title
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         SessionSource,
     )
     from hermes_sessions.protocols import Backend
+    from hermes_sessions.state import SessionState
     from hermes_sessions.store._session_store import SessionStore
 
 __all__ = ["branch", "compress", "delete", "get_or_create", "reset", "resume"]
@@ -146,9 +147,25 @@ def resume(
     return _rotations.retrying(key, attempt)
 
 
-def get_or_create(store: SessionStore, source: SessionSource, *, force_new: bool) -> SessionLookup:
-    """The key's current session and its state, created or rotated if the policy says so."""
+def get_or_create(
+    store: SessionStore,
+    source: SessionSource,
+    *,
+    force_new: bool,
+    platform_message_id: str | None = None,
+) -> SessionLookup:
+    """The key's current session and its state, created or rotated if the policy says so.
+
+    With ``platform_message_id``, a message already stored in the key's redelivery window is
+    reported as ``redelivered`` before the policy is evaluated: a redelivery never rotates.
+    """
     key = store.key_for(source)
+    given: object = platform_message_id  # checked at the edge: callers may pass anything
+    if given is not None and (not isinstance(given, str) or not given):
+        raise InvalidArgumentError(
+            "platform_message_id must be the id the message is stored under, a non-empty "
+            f"string (or None to skip the redelivery check), got {platform_message_id!r}"
+        )
 
     def attempt() -> SessionLookup:
         now = store.clock.now()
@@ -159,12 +176,14 @@ def get_or_create(store: SessionStore, source: SessionSource, *, force_new: bool
             plan = _rotations.first_contact_plan(store.keys, key, source, now)
             created = store._rotate_one(plan, None, "created")  # noqa: SLF001
             return _lookup(store, source, created, created=True)
+        if platform_message_id is not None:
+            copy = _views.stored_copy(store.backend, entry, platform_message_id)
+            if copy is not None:  # checked before the policy: a redelivery rotates nothing
+                return _unchanged(store, source, entry, state, redelivered=copy)
         policy = _rotations.policy_for(store.resets, entry, source)
         reason = _rotations.expiry(policy, entry, now, store.active_work)
         if reason is None and not force_new:
-            if state is not None:  # read with the entry
-                return SessionLookup(entry=entry, created=False, state=state)
-            return _lookup(store, source, entry, created=False)
+            return _unchanged(store, source, entry, state)
         rotated = store._rotate(entry, source, now, reason or "session_reset")  # noqa: SLF001
         decision = None
         if reason is not None:
@@ -174,6 +193,20 @@ def get_or_create(store: SessionStore, source: SessionSource, *, force_new: bool
     return _rotations.retrying(key, attempt)
 
 
+def _unchanged(
+    store: SessionStore,
+    source: SessionSource,
+    entry: SessionEntry,
+    state: SessionState | None,
+    *,
+    redelivered: Message | None = None,
+) -> SessionLookup:
+    """The lookup of a key that stays where it is (``state``: read with the entry, if it was)."""
+    if state is None:
+        return _lookup(store, source, entry, created=False, redelivered=redelivered)
+    return SessionLookup(entry=entry, created=False, state=state, redelivered=redelivered)
+
+
 def _lookup(
     store: SessionStore,
     source: SessionSource,
@@ -181,6 +214,7 @@ def _lookup(
     *,
     created: bool,
     reset: ResetDecision | None = None,
+    redelivered: Message | None = None,
 ) -> SessionLookup:
     state = _state.read(
         store.backend,
@@ -190,7 +224,9 @@ def _lookup(
         platform=source.platform,
         user_id=source.user_id,
     )
-    return SessionLookup(entry=entry, created=created, reset=reset, state=state)
+    return SessionLookup(
+        entry=entry, created=created, reset=reset, state=state, redelivered=redelivered
+    )
 
 
 def branch(

@@ -91,7 +91,8 @@ class SessionLookup:
 
     ``created`` is true on first contact, after an automatic reset and with ``force_new``;
     ``reset`` says why an automatic reset happened (``idle``, ``daily`` or ``suspended``);
-    ``state`` is the session's state in its four scopes, read with the lookup.
+    ``state`` is the session's state in its four scopes, read with the lookup; ``redelivered``
+    is the stored copy when the lookup's ``platform_message_id`` was seen before.
 
     .. versionadded:: 0.1.0
     """
@@ -100,6 +101,9 @@ class SessionLookup:
     created: bool
     reset: ResetDecision | None = None
     state: SessionState = attrs.field(factory=SessionState)
+    redelivered: Message | None = None
+    """The message as stored the first time, when this lookup is for a redelivery (its
+    ``session_id`` says where); nothing was rotated or touched, so the host answers nothing."""
 
     @property
     def session_id(self) -> str:

@@ -27,7 +27,6 @@ from hermes_sessions.ids import validate_session_id
 from hermes_sessions.keys import KeyPolicy
 from hermes_sessions.models import (
     Message,
-    MessageContent,
     RotateReason,
     SessionEntry,
     SessionRecord,
@@ -178,14 +177,22 @@ class SessionStore(ClosesOnExit):
         """Whether a key (or a session) is an incognito lane's: in memory, never persisted."""
         return _incognito.is_incognito(self.backend, key_or_session_id)
 
-    def get_or_create(self, source: SessionSource, *, force_new: bool = False) -> SessionLookup:
+    def get_or_create(
+        self,
+        source: SessionSource,
+        *,
+        force_new: bool = False,
+        platform_message_id: str | None = None,
+    ) -> SessionLookup:
         """Return the key's current session, creating or rotating it if needed.
 
-        A pure read unless it creates or rotates. The reset policy is evaluated here, once: a
-        suspended entry is always rotated; otherwise the policy of the source's platform and chat
-        type decides (``idle``/``daily``). Concurrent calls for one key yield one session.
+        A pure read unless it creates or rotates. Given the message's ``platform_message_id``, a
+        copy :meth:`seen` finds is returned as ``redelivered`` and nothing rotates. Otherwise the
+        reset policy is evaluated, once: a suspended key always rotates, else the policy of the
+        source's platform and chat type decides. Concurrent calls for one key yield one session.
         """
-        return _commands.get_or_create(self, source, force_new=force_new)
+        pmid = platform_message_id
+        return _commands.get_or_create(self, source, force_new=force_new, platform_message_id=pmid)
 
     def _rotate(
         self,
@@ -271,10 +278,8 @@ class SessionStore(ClosesOnExit):
     def seen(self, key_or_session_id: str, platform_message_id: str) -> Message | None:
         """The stored message with this platform id, if this delivery was seen before (a read).
 
-        Given a key (keys contain ``:``, session ids cannot), it looks in the key's current
-        session and in the one the key last moved away from, so a redelivery arriving just after
-        a reset or ``/new`` is still recognised; given a session id, in that session. Inactive
-        (rewound) copies count. Check before calling the model; ``None`` means new.
+        Given a key (keys contain ``:``), in its current session and the one it last moved away
+        from; given a session id, in that session. Inactive (rewound) copies count. ``None``: new.
         """
         return _views.seen(self.backend, key_or_session_id, platform_message_id)
 
@@ -460,15 +465,10 @@ class SessionStore(ClosesOnExit):
         ids = [m if isinstance(m, int) else (m.id or 0) for m in messages]
         return self.backend.set_active(validate_session_id(session_id), ids, active=True)
 
-    def retract(self, session_id: str, platform_message_id: str) -> Message | None:
-        """The platform recalled a message (撤回): soft-delete it. ``None`` if it is unknown."""
-        validate_session_id(session_id)
-        return _edits.retract(self.backend, session_id, platform_message_id)
-
-    def edit(self, session_id: str, platform_message_id: str, content: MessageContent) -> Message:
-        """The platform edited a message: replace its content (re-indexed, redacted)."""
-        validate_session_id(session_id)
-        return _edits.edit(self.backend, self.redact, session_id, platform_message_id, content)
+    retract = _edits.retract
+    """The platform recalled a message (撤回): soft-delete it, by key or session id."""
+    edit = _edits.edit
+    """The platform edited a message: replace its content, by key or session id."""
 
     # -- titles ------------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import attrs
 
 from hermes_sessions.exceptions import SessionNotFoundError
 from hermes_sessions.ids import validate_session_id
-from hermes_sessions.models import Message, SessionRecord
+from hermes_sessions.models import Message, SessionEntry, SessionRecord
 from hermes_sessions.protocols import SupportsSearch
 from hermes_sessions.store._lineage import COMPRESSION, root_id
 
@@ -20,7 +20,15 @@ if TYPE_CHECKING:
     from hermes_sessions.protocols import Backend
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
 
-__all__ = ["AnchoredView", "anchored_view", "list_sessions", "messages_around", "search", "seen"]
+__all__ = [
+    "AnchoredView",
+    "anchored_view",
+    "list_sessions",
+    "messages_around",
+    "search",
+    "seen",
+    "stored_copy",
+]
 
 DIALOGUE: frozenset[str] = frozenset({"user", "assistant"})
 """The roles an anchored view shows around its anchor."""
@@ -144,16 +152,27 @@ def _dialogue(
     return found[-count:] if before_id is not None else found[:count]
 
 
-def seen(backend: Backend, key_or_session_id: str, platform_message_id: str) -> Message | None:
-    """The stored copy of a delivery: in the key's current and previous session, or one session."""
-    if ":" in key_or_session_id:  # keys always contain ':', session ids never do
-        entry = backend.get_entry(key_or_session_id)
-        sessions = [] if entry is None else [entry.session_id, entry.previous_session_id]
-    else:
-        sessions = [validate_session_id(key_or_session_id)]
-    for session_id in sessions:
+def stored_copy(
+    backend: Backend, entry: SessionEntry | None, platform_message_id: str
+) -> Message | None:
+    """The stored copy of a delivery within the redelivery window of ``entry``'s key.
+
+    The window is the key's current session, then the session it last moved away from
+    (``previous_session_id``): a redelivery, an edit or a recall arriving just after a reset,
+    ``/new``, resume or branch still finds its message. Inactive (rewound, recalled) copies count.
+    """
+    if entry is None:
+        return None
+    for session_id in (entry.session_id, entry.previous_session_id):
         if session_id is not None:
             found = backend.find_message(session_id, platform_message_id)
             if found is not None:
                 return found
     return None
+
+
+def seen(backend: Backend, key_or_session_id: str, platform_message_id: str) -> Message | None:
+    """The stored copy of a delivery: in the key's window (:func:`stored_copy`), or one session."""
+    if ":" in key_or_session_id:  # keys always contain ':', session ids never do
+        return stored_copy(backend, backend.get_entry(key_or_session_id), platform_message_id)
+    return backend.find_message(validate_session_id(key_or_session_id), platform_message_id)

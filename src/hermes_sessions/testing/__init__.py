@@ -35,7 +35,11 @@ from hermes_sessions.testing._contention import ContentionContract
 from hermes_sessions.testing._durability import DurabilityContract
 from hermes_sessions.testing._messages import AppendContract, ReadContract, RewriteContract
 from hermes_sessions.testing._plans import PlanContract
-from hermes_sessions.testing._redelivery import RedeliveryContract, UsageContract
+from hermes_sessions.testing._redelivery import (
+    AfterResetContract,
+    RedeliveryContract,
+    UsageContract,
+)
 from hermes_sessions.testing._rekeying import KeyRewriteContract
 from hermes_sessions.testing._routing import RoutingContract
 from hermes_sessions.testing._search import SearchContract
@@ -56,6 +60,7 @@ class BackendContract(
     ListingContract,
     AppendContract,
     RedeliveryContract,
+    AfterResetContract,
     UsageContract,
     StateContract,
     ReadContract,

@@ -1,4 +1,8 @@
-"""Contract: a redelivered batch (a webhook sent twice) is stored once; usage rides along."""
+"""Contract: a redelivered batch (a webhook sent twice) is stored once; usage rides along.
+
+A session a reset ended keeps its messages reachable by platform id — found, edited with
+search following, recalled — which the store's redelivery window relies on.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,18 @@ import attrs
 import pytest
 
 from hermes_sessions.exceptions import SessionNotFoundError
-from hermes_sessions.testing._support import ContractBase, entry_for, minutes, say, seed
+from hermes_sessions.protocols import EntryWrite, RotationPlan
+from hermes_sessions.queries import SearchQuery
+from hermes_sessions.testing._support import (
+    ContractBase,
+    SearchableBackend,
+    entry_for,
+    evolve,
+    minutes,
+    record,
+    say,
+    seed,
+)
 from hermes_sessions.usage import Usage
 
 if TYPE_CHECKING:
@@ -111,6 +126,68 @@ class RedeliveryContract(ContractBase):
         assert stored[0].content == "question"
         winner = next(r for r in results if not r.duplicate)
         assert list(winner) == stored
+
+
+def _reset_away(backend: Backend) -> Message:
+    """Seed ``s1`` under ``KEY`` with two messages, then reset the key to ``s2``: ``s1`` ends."""
+    seed(
+        backend,
+        "s1",
+        KEY,
+        say("ship the canary", platform_message_id="42:7"),
+        say("update the runbook", platform_message_id="42:8"),
+    )
+    entry = backend.get_entry(KEY)
+    assert entry is not None
+    moved = entry_for(KEY, "s2", at=minutes(120), previous_session_id="s1")
+    backend.apply(
+        RotationPlan(
+            at=minutes(120),
+            create=record("s2", started_at=minutes(120)),
+            entries=[EntryWrite(entry=moved, expected_revision=entry.revision)],
+            end=[("s1", "idle")],
+        )
+    )
+    found = backend.find_message("s1", "42:7")
+    assert found is not None
+    return found
+
+
+class AfterResetContract(ContractBase):
+    """A session a reset ended keeps its messages reachable: redeliveries, edits and recalls."""
+
+    def test_an_ended_sessions_messages_are_found_edited_and_recalled(
+        self, backend: Backend
+    ) -> None:
+        """By platform id in the ended session: found, replaced in place, soft-deleted."""
+        old = _reset_away(backend)
+        ended, entry = backend.get_session("s1"), backend.get_entry(KEY)
+        assert ended is not None
+        assert ended.end_reason == "idle"
+        assert entry is not None
+        assert (entry.session_id, entry.previous_session_id) == ("s2", "s1")
+        assert backend.find_message("s2", "42:7") is None
+        edited = backend.replace_message("s1", old.id or 0, evolve(old, content="ship the rollout"))
+        assert (edited.id, edited.session_id, edited.content) == (old.id, "s1", "ship the rollout")
+        recalled = backend.find_message("s1", "42:8")
+        assert recalled is not None
+        assert backend.set_active("s1", [recalled.id or 0], active=False) == 1
+        assert [m.content for m in backend.get_messages("s1")] == ["ship the rollout"]
+
+    def test_search_follows_edits_and_recalls_in_an_ended_session(
+        self, searchable: SearchableBackend
+    ) -> None:
+        """The edited text is found and the old one is not; a recalled message is not found."""
+        old = _reset_away(searchable)
+        searchable.replace_message("s1", old.id or 0, evolve(old, content="ship the rollout"))
+        recalled = searchable.find_message("s1", "42:8")
+        assert recalled is not None
+        searchable.set_active("s1", [recalled.id or 0], active=False)
+
+        def found(text: str) -> list[int | None]:
+            return [hit.message.id for hit in searchable.search(SearchQuery(text=text))]
+
+        assert (found("rollout"), found("canary"), found("runbook")) == ([old.id], [], [])
 
 
 class UsageContract(ContractBase):
