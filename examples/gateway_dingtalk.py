@@ -4,7 +4,8 @@ Recorded chatbot callbacks go to a ``dingtalk_stream.ChatbotHandler`` through it
 point, ``raw_process(CallbackMessage)``, which the Stream client calls for every frame it
 receives, and the acknowledgement is printed. No client is connected, so nothing touches the
 network. The handler converts the callback with ``hermes_sessions.adapters.dingtalk`` and
-performs it with ``apply``. Run it with ``python examples/gateway_dingtalk.py``; it works in a
+performs it with ``await aapply`` on an ``AsyncSessionStore``, so nothing blocks the Stream
+client's event loop. Run it with ``python examples/gateway_dingtalk.py``; it works in a
 temporary directory.
 """
 
@@ -18,8 +19,8 @@ from typing import Any
 import dingtalk_stream
 from dingtalk_stream import AckMessage, CallbackMessage
 
-from hermes_sessions import SessionStore
-from hermes_sessions.adapters import apply, dingtalk
+from hermes_sessions import AsyncSessionStore
+from hermes_sessions.adapters import aapply, dingtalk
 
 
 def frame(
@@ -63,7 +64,7 @@ FRAMES = [
 class SessionsHandler(dingtalk_stream.ChatbotHandler):
     """Stores every chatbot message it is given."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: AsyncSessionStore) -> None:
         super().__init__()
         self.store = store
 
@@ -71,7 +72,7 @@ class SessionsHandler(dingtalk_stream.ChatbotHandler):
         """Convert and store one message; acknowledge it."""
         event = dingtalk.convert(callback)
         if event is not None:
-            applied = apply(self.store, event)
+            applied = await aapply(self.store, event)
             print(f"{type(event).__name__:<10} {self.store.key_for(event.source)}")
             if applied.lookup is not None and applied.lookup.created:
                 print("  -> would reply: 你好，这是一个新的对话")
@@ -80,17 +81,18 @@ class SessionsHandler(dingtalk_stream.ChatbotHandler):
 
 async def main() -> None:
     """Hand the recorded frames to the handler and show what the store kept."""
-    with tempfile.TemporaryDirectory() as home, SessionStore.open(home) as store:
-        handler = SessionsHandler(store)
-        for callback in FRAMES:
-            ack = await handler.raw_process(callback)
-            print(f"  ack {ack.code} for {ack.headers.message_id}")
-        for key in (
-            "agent:main:dingtalk:group:cid_group:zhang",
-            "agent:main:dingtalk:dm:cid_zhang",
-        ):
-            session = store.entry(key).session_id
-            print(key, [m.content for m in store.transcript(session)])
+    with tempfile.TemporaryDirectory() as home:
+        async with await AsyncSessionStore.open(home) as store:
+            handler = SessionsHandler(store)
+            for callback in FRAMES:
+                ack = await handler.raw_process(callback)
+                print(f"  ack {ack.code} for {ack.headers.message_id}")
+            for key in (
+                "agent:main:dingtalk:group:cid_group:zhang",
+                "agent:main:dingtalk:dm:cid_zhang",
+            ):
+                session = (await store.entry(key)).session_id
+                print(key, [m.content for m in await store.transcript(session)])
 
 
 if __name__ == "__main__":

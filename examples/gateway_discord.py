@@ -7,8 +7,9 @@ dispatch to, so the client's cache, ``Message`` objects and ``on_message`` /
 the client is never started, and replies are printed instead of sent. (The parser table,
 ``client._connection.parsers``, is discord.py's internal one: there is no public way to feed
 it offline.) Each listener converts its message with ``hermes_sessions.adapters.discord`` and
-performs it with ``apply``. Run it with ``python examples/gateway_discord.py``; it works in a
-temporary directory.
+performs it with ``await aapply`` on an ``AsyncSessionStore``, so nothing blocks the client's
+event loop. Run it with ``python examples/gateway_discord.py``; it works in a temporary
+directory.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any
 
 import discord
 
-from hermes_sessions import SessionStore
-from hermes_sessions.adapters import InboundEvent, apply
+from hermes_sessions import AsyncSessionStore
+from hermes_sessions.adapters import InboundEvent, aapply
 from hermes_sessions.adapters import discord as adapter
 
 BOT_ID = 1180000000000000555
@@ -120,43 +121,47 @@ EVENTS = [
 
 async def main() -> None:
     """Feed the recorded dispatches to the client's parsers and show what the store kept."""
-    with tempfile.TemporaryDirectory() as home, SessionStore.open(home) as store:
-        client = discord.Client(intents=discord.Intents.none())
+    with tempfile.TemporaryDirectory() as home:
+        async with await AsyncSessionStore.open(home) as store:
+            await run(store)
 
-        def perform(event: InboundEvent | None) -> None:
-            if event is None:
-                return
-            applied = apply(store, event)
-            print(f"{type(event).__name__:<10} {store.key_for(event.source)}")
-            if applied.lookup is not None and applied.lookup.created:
-                print("  -> would reply: hello, this is a new conversation")
 
-        @client.event
-        async def on_message(msg: discord.Message) -> None:
-            perform(adapter.convert(msg, bot_user_id=BOT_ID))
+async def run(store: AsyncSessionStore) -> None:
+    """Let discord.py parse every dispatch; its listeners store what each one means."""
+    client = discord.Client(intents=discord.Intents.none())
 
-        @client.event
-        async def on_message_edit(_before: discord.Message, after: discord.Message) -> None:
-            perform(adapter.convert(after, bot_user_id=BOT_ID))
+    async def perform(event: InboundEvent | None) -> None:
+        if event is None:
+            return
+        applied = await aapply(store, event)
+        print(f"{type(event).__name__:<10} {store.key_for(event.source)}")
+        if applied.lookup is not None and applied.lookup.created:
+            print("  -> would reply: hello, this is a new conversation")
 
-        @client.event
-        async def on_message_delete(msg: discord.Message) -> None:
-            perform(adapter.convert(msg, deleted=True, bot_user_id=BOT_ID))
+    @client.event
+    async def on_message(msg: discord.Message) -> None:
+        await perform(adapter.convert(msg, bot_user_id=BOT_ID))
 
-        await client._async_setup_hook()  # noqa: SLF001  # the loop a login would set up
-        parsers = client._connection.parsers  # noqa: SLF001  # what the websocket feeds
-        for name, data in EVENTS:
-            parsers[name](data)
-            listeners = asyncio.all_tasks() - {asyncio.current_task()}
-            await asyncio.gather(*listeners)  # the listeners discord.py scheduled
+    @client.event
+    async def on_message_edit(_before: discord.Message, after: discord.Message) -> None:
+        await perform(adapter.convert(after, bot_user_id=BOT_ID))
 
-        post = store.entry(f"agent:main:discord:thread:{FORUM}:{POST}")
-        print(
-            "the forum post, shared:",
-            [(m.sender_name, m.content) for m in store.transcript(post.session_id)],
-        )
-        print("search 'deploy' after the deletion:", store.search("deploy"))
-        await client.close()
+    @client.event
+    async def on_message_delete(msg: discord.Message) -> None:
+        await perform(adapter.convert(msg, deleted=True, bot_user_id=BOT_ID))
+
+    await client._async_setup_hook()  # noqa: SLF001  # the loop a login would set up
+    parsers = client._connection.parsers  # noqa: SLF001  # what the websocket feeds
+    for name, data in EVENTS:
+        before = asyncio.all_tasks()
+        parsers[name](data)
+        await asyncio.gather(*(asyncio.all_tasks() - before))  # the listeners discord.py scheduled
+
+    post = await store.entry(f"agent:main:discord:thread:{FORUM}:thread:{POST}")
+    transcript = await store.transcript(post.session_id)
+    print("the forum post, shared:", [(m.sender_name, m.content) for m in transcript])
+    print("search 'deploy' after the deletion:", await store.search("deploy"))
+    await client.close()
 
 
 if __name__ == "__main__":

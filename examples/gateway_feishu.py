@@ -93,7 +93,7 @@ def main() -> None:
             response = handler.do(request)
             assert response.status_code == HTTPStatus.OK, response.content  # noqa: S101  # the example's check
 
-        thread = store.entry("agent:main:feishu:group:oc_group:omt_1")
+        thread = store.entry("agent:main:feishu:group:oc_group:thread:omt_1")
         print("the group thread, shared:")
         for message in store.transcript(thread.session_id):
             reply_to = message.extra.get("reply_to")

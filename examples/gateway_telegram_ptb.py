@@ -4,7 +4,8 @@ The bot talks to the Bot API through a fake transport (``OfflineRequest``): ``ge
 with a recorded bot and ``sendMessage`` prints the reply instead of sending it. Recorded
 updates go through PTB's own dispatch, ``Application.process_update``, exactly as polling or a
 webhook would deliver them; each handler converts its update with
-``hermes_sessions.adapters.telegram`` and performs it with ``apply``. Run it with
+``hermes_sessions.adapters.telegram`` and performs it with ``await aapply`` on an
+``AsyncSessionStore``, so the store's commits never block PTB's event loop. Run it with
 ``python examples/gateway_telegram_ptb.py``; it works in a temporary directory.
 """
 
@@ -19,8 +20,8 @@ from telegram import Update
 from telegram.ext import Application, ContextTypes, MessageHandler, filters
 from telegram.request import BaseRequest, RequestData
 
-from hermes_sessions import SessionStore
-from hermes_sessions.adapters import apply, telegram
+from hermes_sessions import AsyncSessionStore
+from hermes_sessions.adapters import aapply, telegram
 
 BOT = {"id": 7000001, "is_bot": True, "first_name": "Hermes", "username": "hermes_bot"}
 ALICE = {"id": 42, "is_bot": False, "first_name": "Alice"}
@@ -86,42 +87,44 @@ class OfflineRequest(BaseRequest):
 
 async def main() -> None:
     """Run the recorded updates through the application and show what the store kept."""
-    with tempfile.TemporaryDirectory() as home, SessionStore.open(home) as store:
+    with tempfile.TemporaryDirectory() as home:
+        async with await AsyncSessionStore.open(home) as store:
+            await run(store)
 
-        async def on_message(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-            event = telegram.convert(update, bot_username=context.bot.username)
-            if event is None:
-                return
-            applied = apply(store, event)
-            key = store.key_for(event.source)
-            print(f"{type(event).__name__:<10} {key}  (session {applied.session_id})")
-            if update.message is not None and applied.lookup and applied.lookup.created:
-                await update.message.reply_text("hello, this is a new conversation")
 
-        request = OfflineRequest()
-        application = (
-            Application.builder().token("7000001:offline").request(request).updater(None).build()
-        )
-        application.add_handler(MessageHandler(filters.ALL, on_message))
-        async with application:
-            for data in UPDATES:
-                await application.process_update(Update.de_json(data, application.bot))
+async def run(store: AsyncSessionStore) -> None:
+    """Feed the updates to a PTB application whose handler stores each one."""
 
-        lane = store.entry("agent:main:telegram:group:-1002285219667:17585")
-        print("forum topic, shared by both members:")
-        for stored in store.transcript(lane.session_id):
-            print(f"  {stored.sender_name}: {stored.content}")
-        dm = store.entry("agent:main:telegram:dm:42")
-        print(
-            "DM after the edit and a redelivery:", [m.content for m in store.tail(dm.session_id, 5)]
-        )
-        print(
-            "search 'rollback':",
-            [hit.message.platform_message_id for hit in store.search("rollback")],
-        )
-        print(
-            "search 'deploy':", [hit.message.platform_message_id for hit in store.search("deploy")]
-        )
+    async def on_message(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        event = telegram.convert(update, bot_username=context.bot.username)
+        if event is None:
+            return
+        applied = await aapply(store, event)
+        key = store.key_for(event.source)
+        print(f"{type(event).__name__:<10} {key}  (session {applied.session_id})")
+        if update.message is not None and applied.lookup and applied.lookup.created:
+            await update.message.reply_text("hello, this is a new conversation")
+
+    request = OfflineRequest()
+    application = (
+        Application.builder().token("7000001:offline").request(request).updater(None).build()
+    )
+    application.add_handler(MessageHandler(filters.ALL, on_message))
+    async with application:
+        for data in UPDATES:
+            await application.process_update(Update.de_json(data, application.bot))
+
+    lane = await store.entry("agent:main:telegram:group:-1002285219667:thread:17585")
+    print("forum topic, shared by both members:")
+    for stored in await store.transcript(lane.session_id):
+        print(f"  {stored.sender_name}: {stored.content}")
+    dm = await store.entry("agent:main:telegram:dm:42")
+    tail = await store.tail(dm.session_id, 5)
+    print("DM after the edit and a redelivery:", [m.content for m in tail])
+    rollback = await store.search("rollback")
+    print("search 'rollback':", [hit.message.platform_message_id for hit in rollback])
+    deploy = await store.search("deploy")
+    print("search 'deploy':", [hit.message.platform_message_id for hit in deploy])
 
 
 if __name__ == "__main__":

@@ -72,13 +72,13 @@ EXPECTED = {
         "ack 200 for frame3",
     ],
     "gateway_discord.py": [
-        "NewMessage agent:main:discord:thread:1180000000000000200:1180000000000000300",
+        "NewMessage agent:main:discord:thread:1180000000000000200:thread:1180000000000000300",
         "[('Nelly', 'crash on start, see the trace'), ('Sam', 'same here since 2.1')]",
         "Retract    agent:main:discord:group:",
         "search 'deploy' after the deletion: []",
     ],
     "gateway_feishu.py": [
-        "NewMessage agent:main:feishu:group:oc_group:omt_1",
+        "NewMessage agent:main:feishu:group:oc_group:thread:omt_1",
         "on_wang: 我也想知道  (reply to om_1)",
         "on_lin: 回滚到哪个版本",
     ],

@@ -11,6 +11,7 @@ import pytest
 
 from hermes_sessions import exceptions
 from hermes_sessions.exceptions import (
+    AdapterPayloadError,
     AmbiguousMemoryMatchError,
     AmbiguousSessionError,
     BackendClosedError,
@@ -117,6 +118,7 @@ INSTANCES = [
     ),
     *REFUSALS,
     (UnknownMemoryTargetError("notes"), ValueError),
+    (AdapterPayloadError("telegram", "message.chat.type", "is missing"), ValueError),
 ]
 
 

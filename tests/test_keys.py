@@ -74,7 +74,7 @@ VECTORS = [
         "alice",
         None,
         KeyPolicy(),
-        "agent:main:telegram:group:-1002285219667:17585",
+        "agent:main:telegram:group:-1002285219667:thread:17585",
     ),
     (
         "telegram",
@@ -84,7 +84,7 @@ VECTORS = [
         "alice",
         None,
         THREAD_ON,
-        "agent:main:telegram:group:-1002285219667:17585:alice",
+        "agent:main:telegram:group:-1002285219667:thread:17585:alice",
     ),
     (
         "telegram",
@@ -94,7 +94,7 @@ VECTORS = [
         "alice",
         None,
         GROUP_OFF_THREAD_ON,
-        "agent:main:telegram:group:-1002285219667:17585",
+        "agent:main:telegram:group:-1002285219667:thread:17585",
     ),
     (
         "discord",
@@ -104,7 +104,7 @@ VECTORS = [
         "bob",
         None,
         KeyPolicy(),
-        "agent:main:discord:thread:guild-123:thread-456",
+        "agent:main:discord:thread:guild-123:thread:thread-456",
     ),
     ("feishu", "dm", "ou_xxx", None, None, None, KeyPolicy(), "agent:main:feishu:dm:ou_xxx"),
     (
@@ -125,7 +125,7 @@ VECTORS = [
         "ou_user1",
         None,
         KeyPolicy(),
-        "agent:main:feishu:group:oc_xxx:t_1",
+        "agent:main:feishu:group:oc_xxx:thread:t_1",
     ),
     (
         "whatsapp",
@@ -145,7 +145,7 @@ VECTORS = [
     VECTORS,
 )
 def test_design_vectors(platform, chat_type, chat_id, thread_id, user_id, user_id_alt, policy, key):
-    """Every vector of DESIGN §3.2 builds exactly the Hermes key."""
+    """Every vector of DESIGN §3.2 builds exactly its key (Hermes's, but for the thread marker)."""
     source = SessionSource(
         platform=platform,
         chat_type=chat_type,

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_sessions.host import ContextWindow, context_window, estimate_tokens
+from hermes_sessions.host import (
+    ContextWindow,
+    context_window,
+    estimate_tokens,
+    reactions_of,
+    with_reactions,
+)
 from hermes_sessions.models import Message
 
 # -- vendor ordering rules, stated in our own words ------------------------------------------------
@@ -228,3 +234,28 @@ def test_the_heuristic_counts_cjk_per_character_and_parts_by_kind():
     call = [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
     assert estimate_tokens(Message(role="assistant", tool_calls=call)) > 4
     assert estimate_tokens(Message(role="assistant")) == 4
+
+
+def test_with_reactions_counts_only_where_several_reacted():
+    """Each reaction shows once, with a count when more than one person used it."""
+    message = Message(
+        role="assistant", content="ok", extra={"reactions": {"👍": ["1", "2", "3"], "🎉": ["2"]}}
+    )
+    assert with_reactions(message).content == "ok [reactions: 👍 3, 🎉]"
+    assert with_reactions(message).extra == message.extra
+
+
+def test_with_reactions_adds_a_text_part_to_multimodal_content():
+    """A message of parts gets the reactions as one more text part; none leaves it as it is."""
+    parts = [{"type": "image", "file_id": "f1"}]
+    message = Message(role="user", content=parts, extra={"reactions": {"❤️": ["9"]}})
+    assert with_reactions(message).content == [*parts, {"type": "text", "text": "[reactions: ❤️]"}]
+    bare = Message(role="user", content="hi")
+    assert with_reactions(bare) is bare
+
+
+def test_reactions_of_ignores_what_is_not_a_reaction_map():
+    """Anything but ``{reaction: [ids]}`` under the key reads as no reactions."""
+    assert reactions_of(Message(role="user", content="x", extra={"reactions": "👍"})) == {}
+    odd = Message(role="user", content="x", extra={"reactions": {"👍": [], "🎉": "2"}})
+    assert reactions_of(odd) == {}

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from hermes_sessions.aio import AsyncSessionStore
     from hermes_sessions.clock import FrozenClock, SystemClock
     from hermes_sessions.exceptions import (
+        AdapterPayloadError,
         AmbiguousMemoryMatchError,
         AmbiguousSessionError,
         BackendClosedError,
@@ -124,6 +125,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
     "hermes_sessions.aio": ("AsyncSessionStore",),
     "hermes_sessions.clock": ("FrozenClock", "SystemClock"),
     "hermes_sessions.exceptions": (
+        "AdapterPayloadError",
         "AmbiguousMemoryMatchError",
         "AmbiguousSessionError",
         "BackendClosedError",
@@ -234,6 +236,7 @@ __all__ = [
     "DELETE",
     "MEMORY_TOOL_SCHEMA",
     "SESSION_SEARCH_TOOL_SCHEMA",
+    "AdapterPayloadError",
     "AmbiguousMemoryMatchError",
     "AmbiguousSessionError",
     "AnchoredView",

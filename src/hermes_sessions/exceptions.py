@@ -25,6 +25,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── LockTimeoutError           (TimeoutError)  a file or row lock was not acquired in time
     ├── IncognitoLaneError         (PermissionError) the write would carry an incognito lane to disk
     ├── InvalidSourceError         (ValueError)    an import source is not what it should be
+    ├── AdapterPayloadError        (ValueError)    a platform event lacks a field or has a bad one
     ├── StorageError               (OSError)       the storage layer failed (wraps sqlite3, OS)
     │   └── IncompatibleStoreError                 the data was written by a newer version
     ├── MissingDependencyError     (ImportError)   an optional dependency (an extra) is missing
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = [
+    "AdapterPayloadError",
     "AmbiguousMemoryMatchError",
     "AmbiguousSessionError",
     "BackendClosedError",
@@ -564,6 +566,33 @@ class InvalidSourceError(HermesSessionsError, ValueError):
     def __init__(self, message: str, *, path: Path | str | None = None) -> None:
         self.path = path
         super().__init__(message)
+
+
+class AdapterPayloadError(HermesSessionsError, ValueError):
+    """A platform event lacks a field its platform always sends, or has one of the wrong type.
+
+    Nothing was guessed and nothing was stored.
+    The adapters in :mod:`hermes_sessions.adapters` decide whose conversation a message belongs
+    to from the chat, its type, the sender and the message id. When one of those is missing or
+    malformed, any fallback could put the message in someone else's conversation (a group's
+    message in a DM lane), so the event is refused instead.
+
+    Attributes:
+        platform: The adapter's platform (``telegram``, ``slack``, ...).
+        field: The field, as a dotted path in the payload (``message.chat.type``).
+        reason: What is wrong with it.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, platform: str, field: str, reason: str) -> None:
+        self.platform = platform
+        self.field = field
+        self.reason = reason
+        super().__init__(
+            f"{platform} event: {field} {reason}; pass the event as the platform sent it "
+            "(nothing was stored: the conversation it belongs to cannot be told)"
+        )
 
 
 class StorageError(HermesSessionsError, OSError):

@@ -1,13 +1,21 @@
 """Session keys: which conversation an inbound message belongs to.
 
 A key is ``agent:<namespace>:<platform>:<chat_type>`` followed by the components that identify the
-conversation lane, joined with ``:``. For ids without ``:`` or ``%`` the keys are byte-identical to
-the ones Hermes Agent builds, so existing routing data keeps working.
+conversation lane, joined with ``:``. For ids without ``:`` or ``%`` DM keys and the keys of
+group members (or of a whole group) are byte-identical to the ones Hermes Agent builds, so
+existing routing data keeps working.
 
 DM keys use the chat id (plus the thread, if any); without a chat id they fall back to the
-participant, then the thread. Other chat types use ``chat_id``, ``thread_id`` and, when isolation
-applies, the participant: group members are isolated by default (``group_sessions_per_user``),
-threads are shared by default and isolated only when ``thread_sessions_per_user`` is also set.
+participant, then the thread. Other chat types use ``chat_id``, then the thread marker
+``thread`` and the ``thread_id`` when there is a thread, and, when isolation applies, the
+participant: group members are isolated by default (``group_sessions_per_user``), threads are
+shared by default and isolated only when ``thread_sessions_per_user`` is also set.
+
+The thread marker is where this library departs from Hermes, which wrote ``<chat>:<thread>``:
+that is also the form of ``<chat>:<member>``, so a Telegram topic whose id equalled a member's
+user id shared that member's lane. A component spelled exactly like the marker is written
+``%74hread`` in the keys of shared chats, so a bare ``thread`` segment is always the marker and
+a thread key never equals a member key.
 
 Beyond Hermes: components containing ``:`` or ``%`` are percent-encoded (``%3A``, ``%25``) so a key
 never gains segments by accident, :func:`parse_session_key` returns the parts back, and identities
@@ -47,6 +55,9 @@ Canonicalizer = Callable[[str], str]
 """
 
 KEY_PREFIX: Final = "agent"
+THREAD_MARKER: Final = "thread"
+"""The segment that precedes the thread id in the key of a shared chat."""
+_ESCAPED_MARKER: Final = "%74hread"
 _NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _ENCODED = re.compile(r"%(25|3[Aa])")
 
@@ -55,7 +66,14 @@ def _encode(component: str) -> str:
     return component.replace("%", "%25").replace(":", "%3A")
 
 
+def _encode_shared(component: str) -> str:
+    """:func:`_encode`, and the marker's spelling escaped as in a shared chat's key."""
+    return _ESCAPED_MARKER if component == THREAD_MARKER else _encode(component)
+
+
 def _decode(component: str) -> str:
+    if component == _ESCAPED_MARKER:
+        return THREAD_MARKER
     return _ENCODED.sub(lambda m: "%" if m.group(1) == "25" else ":", component)
 
 
@@ -201,13 +219,8 @@ class KeyPolicy:
 DEFAULT_KEY_POLICY: Final = KeyPolicy()
 
 
-def session_key_parts(source: SessionSource, policy: KeyPolicy = DEFAULT_KEY_POLICY) -> list[str]:
-    """Return the unencoded components of ``source``'s key after ``agent:<namespace>``.
-
-    The first two are always the platform and chat type; see the module docstring for the rest.
-
-    .. versionadded:: 0.1.0
-    """
+def _lane(source: SessionSource, policy: KeyPolicy) -> tuple[list[str], int | None]:
+    """The components after ``agent:<namespace>``, and the index of the thread marker, if any."""
     platform = source.platform
     participant = policy.canonical(platform, source.participant)
     thread = source.thread_id
@@ -218,17 +231,30 @@ def session_key_parts(source: SessionSource, policy: KeyPolicy = DEFAULT_KEY_POL
             parts.append(lead)
         if thread is not None:
             parts.append(thread)
-        return parts
+        return parts, None
     if source.chat_id is not None:
         parts.append(source.chat_id)
+    marker = None
     if thread is not None:
-        parts.append(thread)
+        marker = len(parts)
+        parts += [THREAD_MARKER, thread]
     isolated = policy.group_sessions_per_user and (
         thread is None or policy.thread_sessions_per_user
     )
     if isolated and participant is not None:
         parts.append(participant)
-    return parts
+    return parts, marker
+
+
+def session_key_parts(source: SessionSource, policy: KeyPolicy = DEFAULT_KEY_POLICY) -> list[str]:
+    """Return the unencoded components of ``source``'s key after ``agent:<namespace>``.
+
+    The first two are always the platform and chat type; see the module docstring for the rest.
+    In a shared chat, a thread id is preceded by the marker component ``thread``.
+
+    .. versionadded:: 0.1.0
+    """
+    return _lane(source, policy)[0]
 
 
 def build_session_key(source: SessionSource, policy: KeyPolicy = DEFAULT_KEY_POLICY) -> str:
@@ -241,20 +267,35 @@ def build_session_key(source: SessionSource, policy: KeyPolicy = DEFAULT_KEY_POL
     ...     )
     ... )
     'agent:main:feishu:group:oc_xxx:ou_user1'
+    >>> build_session_key(
+    ...     SessionSource(
+    ...         platform="telegram", chat_type="supergroup", chat_id=-100, thread_id=42, user_id=42
+    ...     )
+    ... )
+    'agent:main:telegram:group:-100:thread:42'
 
     .. versionadded:: 0.1.0
     """
-    parts = session_key_parts(source, policy)
-    return ":".join([KEY_PREFIX, policy.namespace, *map(_encode, parts)])
+    parts, marker = _lane(source, policy)
+    if source.chat_type == "dm":
+        encoded = [_encode(part) for part in parts]
+    else:
+        encoded = parts[:2] + [
+            part if index == marker else _encode_shared(part)
+            for index, part in enumerate(parts[2:], start=2)
+        ]
+    return ":".join([KEY_PREFIX, policy.namespace, *encoded])
 
 
 @attrs.frozen(kw_only=True)
 class ParsedSessionKey:
     """The parts of a session key, decoded.
 
-    ``segments`` are the components after the chat type. Their meaning depends on the source
-    that built the key (in a group, ``C:X`` may be chat + thread or chat + member), so they are
-    returned as they are rather than guessed at.
+    ``segments`` are the components after the chat type, the thread marker included. In a
+    shared chat's key the marker (``thread``, at ``marker_index``) says which segment is the
+    thread, so a thread key and a member key are told apart; whether a segment without it is a
+    chat or a member depends on the source that built the key (``C`` may be a chat or, when the
+    chat id was missing, a member), so segments are returned as they are rather than guessed at.
 
     .. versionadded:: 0.1.0
     """
@@ -263,16 +304,40 @@ class ParsedSessionKey:
     platform: str
     chat_type: str
     segments: tuple[str, ...]
+    marker_index: int | None = None
+    """Where the thread marker is in ``segments`` (``None``: a DM key, or no thread)."""
 
     @property
     def is_dm(self) -> bool:
         """Whether this is a direct-message key."""
         return self.chat_type == "dm"
 
+    @property
+    def thread_id(self) -> str | None:
+        """The thread of a shared chat's key (after the marker), or of a DM's ``<chat>:<thread>``.
+
+        ``None`` for a member's or a whole chat's lane, and for a one-segment DM key (the
+        chat, the sender or, without either, the thread: only the source can say).
+        """
+        if self.marker_index is not None:
+            return self.segments[self.marker_index + 1]
+        if self.is_dm and len(self.segments) == 2:  # noqa: PLR2004  # lead, thread
+            return self.segments[1]
+        return None
+
+    @property
+    def is_thread(self) -> bool:
+        """Whether the key names a thread (see :attr:`thread_id`)."""
+        return self.thread_id is not None
+
     def __str__(self) -> str:
+        encode = _encode if self.is_dm else _encode_shared
         return ":".join(
             [KEY_PREFIX, self.namespace, self.platform, self.chat_type]
-            + [_encode(segment) for segment in self.segments]
+            + [
+                segment if index == self.marker_index else encode(segment)
+                for index, segment in enumerate(self.segments)
+            ]
         )
 
 
@@ -281,6 +346,8 @@ def parse_session_key(key: str) -> ParsedSessionKey:
 
     >>> parse_session_key("agent:main:telegram:group:-100:17585").segments
     ('-100', '17585')
+    >>> parse_session_key("agent:main:telegram:group:-100:thread:17585").thread_id
+    '17585'
 
     .. versionadded:: 0.1.0
     """
@@ -297,11 +364,15 @@ def parse_session_key(key: str) -> ParsedSessionKey:
             raise InvalidKeyError(key, f"bad {name} {value!r}: expected a lowercase slug")
     if any(segment == "" for segment in segments):
         raise InvalidKeyError(key, "empty component (two ':' in a row or a trailing ':')")
+    marker = None
+    if chat_type != "dm" and THREAD_MARKER in segments[:-1]:
+        marker = segments.index(THREAD_MARKER)
     return ParsedSessionKey(
         namespace=namespace,
         platform=platform,
         chat_type=chat_type,
         segments=tuple(_decode(segment) for segment in segments),
+        marker_index=marker,
     )
 
 

@@ -6,16 +6,20 @@ elsewhere or partly erased do not. For those, :func:`read_session_key` reads the
 the forms it knows, and returns a source only when exactly one source shape fits:
 
 * **hermes-sessions and Hermes Agent** (``agent:<namespace>:<platform>:<chat_type>:...``; the two
-  build the same bytes for ids without ``:`` or ``%``). A DM key is the chat (or the sender) and
-  an optional thread. Other chat types depend on the isolation flags of the policy that built
-  the key: one segment is the chat; two are chat + thread when members were not isolated, and
-  ambiguous otherwise (chat + thread or chat + member); three are chat + thread + member when
-  both flags were on.
+  build the same bytes for DMs and members' lanes with ids without ``:`` or ``%``). A DM key is
+  the chat (or the sender) and an optional thread. In other chat types a thread follows the
+  marker ``thread`` (``<chat>:thread:<thread>[:<member>]``), so those keys read back whatever
+  the flags. Without a marker, one segment is the chat; the rest depends on the isolation flags
+  of the policy that built the key, because Hermes wrote threads without the marker (form
+  ``hermes``): two segments are a Hermes chat + thread when members were not isolated, and
+  ambiguous otherwise (a member's lane, or a Hermes thread); three are a Hermes chat + thread +
+  member when both flags were on.
 * **OpenClaw** (``agent:<agentId>:...``): ``<channel>:dm:<peer>`` (``per-channel-peer``),
   ``<channel>:<account>:dm:<peer>`` (``per-account-channel-peer``; the account becomes
   ``scope_id``), ``<channel>:group:<id>`` and ``<channel>:channel:<id>``, each optionally
-  followed by ``:thread:<id>`` or ``:topic:<id>``. Its collapsed DM keys (``<agentId>:main``,
-  ``dm:<peer>`` across channels) name no single chat: they are reported, never guessed.
+  followed by ``:thread:<id>`` (this library's own thread form) or ``:topic:<id>``. Its
+  collapsed DM keys (``<agentId>:main``, ``dm:<peer>`` across channels) name no single chat:
+  they are reported, never guessed.
 
 .. versionadded:: 0.1.0
 """
@@ -27,19 +31,27 @@ from typing import Final, Literal, TypeAlias
 import attrs
 
 from hermes_sessions.exceptions import InvalidKeyError, InvalidValueError
-from hermes_sessions.keys import DEFAULT_KEY_POLICY, KeyPolicy, parse_session_key
+from hermes_sessions.keys import (
+    DEFAULT_KEY_POLICY,
+    KeyPolicy,
+    parse_session_key,
+    session_key_parts,
+)
 from hermes_sessions.models import SessionSource
 
-__all__ = ["KeyForm", "ReadKey", "read_session_key"]
+__all__ = ["KeyForm", "ReadKey", "build_hermes_key", "marked_thread_key", "read_session_key"]
 
-KeyForm: TypeAlias = Literal["hermes-sessions", "openclaw", "unknown"]
-"""Which family of key forms a key was read as (``hermes-sessions`` covers Hermes Agent's).
+KeyForm: TypeAlias = Literal["hermes-sessions", "hermes", "openclaw", "unknown"]
+"""Which family of key forms a key was read as.
+
+``hermes-sessions`` covers Hermes Agent's keys too wherever the two agree; ``hermes`` is a
+Hermes thread key (``<chat>:<thread>``, no marker), which this library no longer builds.
 
 .. versionadded:: 0.1.0
 """
 
 _CONVENTIONAL: Final = frozenset({"dm", "group", "channel", "thread"})
-_OPENCLAW_THREADS: Final = frozenset({"thread", "topic"})
+_OPENCLAW_THREADS: Final = frozenset({"topic"})  # OpenClaw's ':thread:<id>' is our own form
 _OPENCLAW_ROOMS: Final = frozenset({"group", "channel"})
 
 
@@ -80,7 +92,7 @@ def _openclaw(key: str, raw: list[str]) -> ReadKey | None:
         channel, account, _, peer = rest
         source = SessionSource(platform=channel, chat_type="dm", user_id=peer, scope_id=account)
         return _found(key, "openclaw", namespace, source)
-    is_threaded = len(rest) == 5 and rest[3] in _OPENCLAW_THREADS  # noqa: PLR2004  # + :thread:<id>
+    is_threaded = len(rest) == 5 and rest[3] in _OPENCLAW_THREADS  # noqa: PLR2004  # + :topic:<id>
     if is_threaded and rest[1] in _OPENCLAW_ROOMS:
         channel, chat_type, chat_id, _, thread_id = rest
         source = SessionSource(
@@ -97,29 +109,46 @@ def _ours(key: str, policy: KeyPolicy) -> ReadKey:
     namespace, platform, chat_type = parsed.namespace, parsed.platform, parsed.chat_type
     if not segments:
         return _unread(key, "hermes-sessions", namespace, "the key names no chat or sender")
+    form: KeyForm = "hermes-sessions"
     try:
         if chat_type == "dm" and len(segments) <= 2:  # noqa: PLR2004  # lead, thread
             thread = segments[1] if len(segments) == 2 else None  # noqa: PLR2004
             source = SessionSource(
                 platform=platform, chat_type="dm", chat_id=segments[0], thread_id=thread
             )
-            return _found(key, "hermes-sessions", namespace, source)
-        shape = _shared_shape(len(segments), policy)
+            return _found(key, form, namespace, source)
+        if parsed.marker_index is not None:
+            values = _marked(parsed.segments, parsed.marker_index)
+        else:
+            shape = _shared_shape(len(segments), policy)
+            if shape is not None and "thread_id" in shape:
+                form = "hermes"
+            values = None if shape is None else dict(zip(shape, segments, strict=True))
+        if values is None:
+            problem = (
+                f"{len(segments)} segments after the chat type fit more than one source "
+                f"under the isolation flags of the policy given"
+            )
+            return _unread(key, form, namespace, problem)
+        source = SessionSource(platform=platform, chat_type=chat_type, **values)
     except InvalidValueError as error:
-        return _unread(key, "hermes-sessions", namespace, f"the key holds an invalid id: {error}")
-    if shape is None:
-        problem = (
-            f"{len(segments)} segments after the chat type fit more than one source "
-            f"under the isolation flags of the policy given"
-        )
-        return _unread(key, "hermes-sessions", namespace, problem)
-    values = dict(zip(shape, segments, strict=True))
-    source = SessionSource(platform=platform, chat_type=chat_type, **values)
-    return _found(key, "hermes-sessions", namespace, source)
+        return _unread(key, form, namespace, f"the key holds an invalid id: {error}")
+    return _found(key, form, namespace, source)
+
+
+def _marked(segments: tuple[str, ...], marker: int) -> dict[str, str] | None:
+    """The fields of a shared chat's key with the thread marker: ``[chat]:thread:<id>[:member]``."""
+    before, after = segments[:marker], segments[marker + 2 :]
+    if len(before) > 1 or len(after) > 1:
+        return None
+    values = {"thread_id": segments[marker + 1]}
+    values.update(zip(("chat_id",), before, strict=False))
+    values.update(zip(("user_id",), after, strict=False))
+    return values
 
 
 def _shared_shape(count: int, policy: KeyPolicy) -> tuple[str, ...] | None:
-    """The fields a group/channel/thread key's segments hold, if only one reading fits."""
+    """The fields of an unmarked group/channel/thread key's segments, if only one reading fits."""
     if count == 1:
         return ("chat_id",)
     if count == 2 and not policy.group_sessions_per_user:  # noqa: PLR2004  # chat + thread
@@ -127,6 +156,51 @@ def _shared_shape(count: int, policy: KeyPolicy) -> tuple[str, ...] | None:
     both = policy.group_sessions_per_user and policy.thread_sessions_per_user
     if count == 3 and both:  # noqa: PLR2004  # chat + thread + member
         return ("chat_id", "thread_id", "user_id")
+    return None
+
+
+def build_hermes_key(source: SessionSource, policy: KeyPolicy = DEFAULT_KEY_POLICY) -> str:
+    """The key Hermes Agent (and this library before the thread marker) built for ``source``.
+
+    The same as :func:`~hermes_sessions.keys.build_session_key` but for threads in shared
+    chats, which Hermes wrote as ``<chat>:<thread>`` (the form of a member's lane).
+    :meth:`SessionStore.migrate_keys` and the Hermes importer use it to recognise those keys.
+
+    >>> build_hermes_key(SessionSource(platform="x", chat_type="group", chat_id="c", thread_id="t"))
+    'agent:main:x:group:c:t'
+
+    .. versionadded:: 0.1.0
+    """
+    parts = session_key_parts(source, policy)
+    if source.chat_type != "dm" and source.thread_id is not None:
+        marker = 3 if source.chat_id is not None else 2
+        del parts[marker]
+    encoded = [part.replace("%", "%25").replace(":", "%3A") for part in parts]
+    return ":".join(["agent", policy.namespace, *encoded])
+
+
+def marked_thread_key(key: str, origin: SessionSource) -> str | None:
+    """The key this library builds for a Hermes thread key, given the source that built it.
+
+    ``None`` unless ``key`` is what Hermes built for ``origin`` (a thread in a shared chat)
+    under some isolation flags; then the marked key under the same flags and namespace (every
+    flag combination that fits gives the same one). The Hermes importer rewrites routing keys
+    with it.
+
+    .. versionadded:: 0.1.0
+    """
+    try:
+        namespace = parse_session_key(key).namespace
+    except InvalidKeyError:
+        return None
+    for group in (True, False):
+        for thread in (False, True):
+            policy = KeyPolicy(
+                namespace=namespace, group_sessions_per_user=group, thread_sessions_per_user=thread
+            )
+            marked = policy.build(origin)
+            if build_hermes_key(origin, policy) == key and marked != key:
+                return marked
     return None
 
 
@@ -143,6 +217,9 @@ def read_session_key(key: str, policy: KeyPolicy = DEFAULT_KEY_POLICY) -> ReadKe
     True
     >>> read_session_key("agent:main:discord:channel:123:thread:987").source.thread_id
     '987'
+    >>> shared = KeyPolicy(group_sessions_per_user=False)
+    >>> read_session_key("agent:main:feishu:group:oc_1:t_1", shared).form
+    'hermes'
 
     .. versionadded:: 0.1.0
     """

@@ -21,7 +21,23 @@ from hermes_sessions.models import Message
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["ContextWindow", "context_window", "estimate_tokens"]
+__all__ = [
+    "REACTIONS",
+    "ContextWindow",
+    "context_window",
+    "estimate_tokens",
+    "reactions_of",
+    "with_reactions",
+]
+
+REACTIONS: Final = "reactions"
+"""The ``Message.extra`` key where reactions to a message are kept (never a turn of their own).
+
+Its value maps each reaction (an emoji, or the platform's name such as Slack's ``:tada:``) to
+the ids of who reacted with it, sorted.
+
+.. versionadded:: 0.1.0
+"""
 
 PINNED_ROLES: Final = frozenset({"system", "developer"})
 """Roles kept at the start of the window with ``keep_system=True``."""
@@ -76,6 +92,53 @@ def estimate_tokens(message: Message) -> int:
     return total
 
 
+def reactions_of(message: Message) -> dict[str, tuple[str, ...]]:
+    """The reactions kept on ``message``: each reaction and who reacted with it.
+
+    >>> reactions_of(Message(role="assistant", content="done", extra={"reactions": {"👍": ["42"]}}))
+    {'👍': ('42',)}
+
+    .. versionadded:: 0.1.0
+    """
+    kept = message.extra.get(REACTIONS)
+    if not isinstance(kept, dict):
+        return {}
+    return {
+        str(emoji): tuple(str(who) for who in people)
+        for emoji, people in kept.items()
+        if isinstance(people, list) and people
+    }
+
+
+def with_reactions(message: Message, *, template: str = " [reactions: {summary}]") -> Message:
+    """``message`` with a compact line of its reactions after its text, for the model to see.
+
+    Each reaction is followed by how many reacted with it when more than one did
+    (``👍 3, 🎉``). A message without reactions is returned as it is; multimodal content gets
+    the line as a text part of its own. The stored message is not changed.
+
+    >>> liked = Message(
+    ...     role="assistant", content="deployed", extra={"reactions": {"👍": ["1", "2"]}}
+    ... )
+    >>> with_reactions(liked).content
+    'deployed [reactions: 👍 2]'
+
+    .. versionadded:: 0.1.0
+    """
+    reactions = reactions_of(message)
+    if not reactions:
+        return message
+    summary = ", ".join(
+        emoji if len(people) == 1 else f"{emoji} {len(people)}"
+        for emoji, people in reactions.items()
+    )
+    line = template.format(summary=summary)
+    content = message.content
+    if content is None or isinstance(content, str):
+        return attrs.evolve(message, content=(content or "") + line if content else line.strip())
+    return attrs.evolve(message, content=[*content, {"type": "text", "text": line.strip()}])
+
+
 @attrs.frozen(kw_only=True)
 class ContextWindow:
     """The messages a turn sends to the model, and what was left out to fit.
@@ -125,6 +188,7 @@ def context_window(
     max_tokens: int | None = None,
     count_tokens: Callable[[Message], int] | None = None,
     keep_system: bool = True,
+    show_reactions: bool = False,
 ) -> ContextWindow:
     """Pick the newest messages of a transcript that fit, aligned to whole turns.
 
@@ -134,7 +198,9 @@ def context_window(
     oldest turn such that everything from there on fits within ``max_messages`` and
     ``max_tokens`` (``None``: no limit). Messages are counted with ``count_tokens`` (default
     :func:`estimate_tokens`). If a transcript holds messages before its first user message
-    (a greeting), they form a turn of their own, unless they start with a tool result.
+    (a greeting), they form a turn of their own, unless they start with a tool result. With
+    ``show_reactions`` every message is given as :func:`with_reactions` renders it (and counted
+    that way): reactions show as a short line on the message they target, never as turns.
 
     >>> turns = [Message(role="user", content="hi"), Message(role="assistant", content="hello")]
     >>> window = context_window(turns * 3, max_messages=3)
@@ -146,6 +212,8 @@ def context_window(
     _positive("max_messages", max_messages)
     _positive("max_tokens", max_tokens)
     count = estimate_tokens if count_tokens is None else count_tokens
+    if show_reactions:
+        messages = [with_reactions(message) for message in messages]
     pinned_count = 0
     if keep_system:
         while pinned_count < len(messages) and messages[pinned_count].role in PINNED_ROLES:

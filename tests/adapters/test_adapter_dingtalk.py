@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from extras import FRAMEWORKS_REASON
-from hermes_sessions import build_session_key
+from hermes_sessions import AdapterPayloadError, build_session_key
 from hermes_sessions.adapters import NewMessage
 from hermes_sessions.adapters import dingtalk as adapter
 
@@ -116,9 +116,15 @@ def test_an_external_sender_is_known_by_sender_id():
 
 
 def test_unknown_types_and_non_messages_give_nothing():
-    """A message type with nothing to keep, or something that is not a message, gives ``None``."""
+    """A message type with nothing to keep, or something that is not a mapping, gives ``None``."""
     data = load("dingtalk_group_text")
     data["msgtype"] = "chatRecord"
     assert adapter.convert(data) is None
-    assert adapter.convert({"type": "SYSTEM"}) is None
     assert adapter.convert(42) is None
+
+
+def test_a_mapping_that_is_no_chatbot_message_is_refused():
+    """A dict without the fields every chatbot message has names the first one missing."""
+    with pytest.raises(AdapterPayloadError) as info:
+        adapter.convert({"type": "SYSTEM"})
+    assert (info.value.platform, info.value.field) == ("dingtalk", "conversationType")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from extras import FRAMEWORKS_REASON
-from hermes_sessions import build_session_key
+from hermes_sessions import AdapterPayloadError, build_session_key
 from hermes_sessions.adapters import Edit, NewMessage, Retract
 from hermes_sessions.adapters import discord as adapter
 
@@ -109,7 +109,7 @@ def test_a_forum_post_is_a_shared_thread_under_its_channel(message):
     event = adapter.convert(message("discord_forum_post"))
     assert isinstance(event, NewMessage)
     key = build_session_key(event.source)
-    assert key == "agent:main:discord:thread:1180000000000000200:1180000000000000300"
+    assert key == "agent:main:discord:thread:1180000000000000200:thread:1180000000000000300"
     assert event.source.platform_chat_type == "public_thread"
     assert event.source.parent_chat_id == "1180000000000000200"
 
@@ -164,10 +164,11 @@ def test_a_guild_payload_without_channel_info_is_a_text_channel():
 
 
 def test_bots_and_empty_messages_give_nothing():
-    """Messages from bots, the bot itself, without content, or without an id give ``None``."""
+    """Messages from bots, the bot itself, or without content give ``None``; no id is refused."""
     data = load("discord_guild_text")
     assert adapter.convert({**data, "author": {**data["author"], "bot": True}}) is None
     own = {**data, "author": {**data["author"], "id": str(BOT)}}
     assert adapter.convert(own, bot_user_id=BOT) is None
     assert adapter.convert({**data, "content": ""}) is None
-    assert adapter.convert({**data, "id": None}) is None
+    with pytest.raises(AdapterPayloadError, match="discord event: id is missing"):
+        adapter.convert({**data, "id": None})

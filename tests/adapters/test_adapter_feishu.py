@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,15 +34,6 @@ def inner_event(name):
     return load(name)["event"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def close_lark_loop():
-    """Close the event loop ``import lark_oapi`` creates at import time, once these tests end."""
-    yield
-    loop = getattr(sys.modules.get("lark_oapi.ws.client"), "loop", None)
-    if loop is not None and not loop.is_running() and not loop.is_closed():
-        loop.close()
-
-
 FRAMEWORKS = {"payload": load, "event-body": inner_event, "lark-oapi": lark_event}
 
 
@@ -64,7 +54,7 @@ def test_a_group_thread_is_shared(event):
     """Two members of one group thread land on one key (DESIGN §3.2: threads are shared)."""
     first = converted(event, "feishu_group_thread")
     second = converted(event, "feishu_group_thread_other_member")
-    assert build_session_key(first.source) == "agent:main:feishu:group:oc_xxx:omt_1"
+    assert build_session_key(first.source) == "agent:main:feishu:group:oc_xxx:thread:omt_1"
     assert build_session_key(second.source) == build_session_key(first.source)
 
 
@@ -72,9 +62,8 @@ def test_thread_members_are_isolated_only_when_asked(event):
     """With both per-user flags on, each member of the thread gets their own lane."""
     policy = KeyPolicy(thread_sessions_per_user=True)
     first = converted(event, "feishu_group_thread")
-    assert (
-        build_session_key(first.source, policy) == "agent:main:feishu:group:oc_xxx:omt_1:on_union1"
-    )
+    expected = "agent:main:feishu:group:oc_xxx:thread:omt_1:on_union1"
+    assert build_session_key(first.source, policy) == expected
 
 
 def test_union_id_is_the_participant_and_the_sender(event):

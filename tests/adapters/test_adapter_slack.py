@@ -160,7 +160,7 @@ def test_bots_and_other_events_give_nothing():
     deleted_own["event"]["previous_message"]["user"] = "UBOT"
     assert adapter.convert(deleted_own, bot_user_id="UBOT") is None
     assert adapter.convert(load("slack_channel_join")) is None
-    assert adapter.convert({"type": "event_callback", "event": {"type": "reaction_added"}}) is None
+    assert adapter.convert({"type": "event_callback", "event": {"type": "channel_created"}}) is None
     assert adapter.convert(["not", "an", "event"]) is None
     empty = load("slack_dm")
     empty["event"]["text"] = ""

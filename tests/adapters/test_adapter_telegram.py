@@ -63,7 +63,8 @@ def test_a_forum_topic_is_its_own_shared_session(update):
     """A supergroup forum topic keys on chat and topic, shared by its members (DESIGN §3.2)."""
     event = adapter.convert(update("telegram_forum_topic"), bot_username="hermes_bot")
     assert isinstance(event, NewMessage)
-    assert build_session_key(event.source) == "agent:main:telegram:group:-1002285219667:17585"
+    expected = "agent:main:telegram:group:-1002285219667:thread:17585"
+    assert build_session_key(event.source) == expected
     assert event.source.platform_chat_type == "supergroup"
     assert event.source.chat_name == "Hermes dev"
 

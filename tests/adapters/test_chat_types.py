@@ -102,7 +102,7 @@ def test_a_supergroup_topic_gets_the_hermes_group_key():
         thread_id="17585",
         user_id="alice",
     )
-    assert build_session_key(source) == "agent:main:telegram:group:-1002285219667:17585"
+    assert build_session_key(source) == "agent:main:telegram:group:-1002285219667:thread:17585"
     per_user = KeyPolicy(thread_sessions_per_user=True)
     assert build_session_key(source, per_user).endswith(":17585:alice")
 

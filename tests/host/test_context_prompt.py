@@ -60,7 +60,7 @@ def test_threads_with_group_isolation_off_and_thread_isolation_on_are_shared():
     source = SessionSource(
         platform="telegram", chat_type="group", chat_id="-100", thread_id="7", user_id="alice"
     )
-    assert build_session_key(source, policy) == "agent:main:telegram:group:-100:7"
+    assert build_session_key(source, policy) == "agent:main:telegram:group:-100:thread:7"
     assert is_shared_session(source, policy) is True
 
 

@@ -94,17 +94,37 @@ def test_counts_and_message_features(imported):
         assert found == features[name], name
 
 
+TOPIC_KEY = "agent:main:telegram:group:-1002231450987:1342"
+
+
 def test_routing_memory_and_legacy_report(imported):
     """Keys map to the manifest's sessions, memory entries match, the longer JSONL is reported."""
     store, memory, report, manifest = imported
-    assert {e.session_key: e.session_id for e in store.backend.entries()} == (
-        manifest["sessions_json"]
-    )
+    expected = {
+        key.replace(":1342", ":thread:1342") if key == TOPIC_KEY else key: session_id
+        for key, session_id in manifest["sessions_json"].items()
+    }
+    assert {e.session_key: e.session_id for e in store.backend.entries()} == expected
     assert list(memory.entries("memory")) == manifest["memories"]["MEMORY.md"]
     assert list(memory.entries("user")) == manifest["memories"]["USER.md"]
     assert report.jsonl_preferred == tuple(
         e["session_id"] for e in manifest["legacy_jsonl"] if e["jsonl_only_messages"]
     )
+
+
+def test_the_forum_topics_hermes_key_is_written_with_the_thread_marker(imported):
+    """Hermes's ``<chat>:<topic>`` key arrives as ``<chat>:thread:<topic>``, and is reported."""
+    store, _, report, manifest = imported
+    session_id = manifest["sessions_json"][TOPIC_KEY]
+    marked = "agent:main:telegram:group:-1002231450987:thread:1342"
+    assert store.entry(marked).session_id == session_id
+    assert store.session(session_id).session_key == marked
+    assert [(p.kind, p.where) for p in report.problems if p.kind == "rekeyed"] == [
+        ("rekeyed", f"sessions.json {TOPIC_KEY}")
+    ]
+    topic = store.entry(marked).origin
+    assert topic is not None
+    assert store.key_for(topic) == marked  # the next message from the topic finds it
 
 
 def test_cjk_content_is_searchable(imported):

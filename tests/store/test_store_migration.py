@@ -198,7 +198,7 @@ def test_an_openclaw_topic_key_moves_to_this_librarys_form(store, clock):
     """OpenClaw's ``:topic:<id>`` group key reads back unambiguously and moves."""
     bare_entry(store.backend, "agent:main:telegram:group:-100:topic:42", "s1", clock)
     report = store.migrate_keys(store.keys, store.keys, dry_run=False)
-    assert [m.new_key for m in report.moved] == ["agent:main:telegram:group:-100:42"]
+    assert [m.new_key for m in report.moved] == ["agent:main:telegram:group:-100:thread:42"]
 
 
 def test_a_sender_the_key_never_named_is_not_guessed(store, clock):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from hermes_sessions.adapters._events import InboundEvent, NewMessage
-from hermes_sessions.adapters._payload import content_of, json_object, plain, text_or_none
+from hermes_sessions.adapters._payload import Fields, content_of, json_object, plain, text_or_none
 from hermes_sessions.models import JSONObject, Message, SessionSource
 
 __all__ = ["convert", "source_of"]
@@ -30,28 +30,37 @@ _KINDS: Final = {"picture": "image", "file": "file", "audio": "audio", "video": 
 _PART_KEYS: Final = ("downloadCode", "pictureDownloadCode", "fileName", "duration")
 
 
+_FIELDS: Final = Fields("dingtalk")
+_TYPES: Final = frozenset({"1", "2"})
+
+
 def convert(message: object, *, platform: str = "dingtalk") -> InboundEvent | None:
     """What a DingTalk chatbot message means for the transcript; ``None`` if nothing.
+
+    A message without a field DingTalk always sends (``msgId``, ``conversationId``,
+    ``conversationType``, ``senderId``, ``msgtype``) or with one of the wrong type raises
+    :class:`~hermes_sessions.AdapterPayloadError`.
 
     .. versionadded:: 0.1.0
     """
     data = plain(message)
     if isinstance(data, dict) and "msgId" not in data and "data" in data:
         data = json_object(data["data"])  # a CallbackMessage
-    if not isinstance(data, dict) or not data.get("msgId"):
+    if not isinstance(data, dict):
         return None
     source = source_of(data, platform=platform)
     text, parts = _content(data)
     content = content_of(text, parts)
-    if content is None:
+    if content is None or source.message_id is None:
         return None
-    extra: JSONObject = {"mentions_bot": True} if data.get("isInAtList") else {}
+    at_bot = _FIELDS.get(data, "isInAtList", "bool")
+    extra: JSONObject = {"mentions_bot": True} if at_bot else {}
     return NewMessage(
         source=source,
         message=Message(
             role="user",
             content=content,
-            platform_message_id=str(data["msgId"]),
+            platform_message_id=source.message_id,
             sender_id=source.participant,
             sender_name=source.user_name,
             extra=extra,
@@ -62,19 +71,29 @@ def convert(message: object, *, platform: str = "dingtalk") -> InboundEvent | No
 def source_of(data: JSONObject, *, platform: str = "dingtalk") -> SessionSource:
     """The :class:`SessionSource` of a chatbot message payload.
 
+    Raises:
+        AdapterPayloadError: A field DingTalk always sends is missing or of the wrong type.
+
     .. versionadded:: 0.1.0
     """
-    raw_type = str(data.get("conversationType") or "1")
+    if not isinstance(data, dict):
+        _FIELDS.refuse("data", "must be an object")
+    raw_type = _FIELDS.need(data, "conversationType", "id")
+    if raw_type not in _TYPES:
+        _FIELDS.refuse("conversationType", f"must be '1' or '2', got {raw_type!r}")
+    _FIELDS.need(data, "msgtype", "str")
+    sender = _FIELDS.need(data, "senderId", "str")
     return SessionSource(
         platform=platform,
-        chat_id=data.get("conversationId"),
+        chat_id=_FIELDS.need(data, "conversationId", "str"),
         chat_type=raw_type,
         platform_chat_type=raw_type,
-        user_id=data.get("senderStaffId") or data.get("senderId"),
+        user_id=_FIELDS.get(data, "senderStaffId", "str") or sender,
         chat_name=text_or_none(data.get("conversationTitle")) if raw_type == "2" else None,
         user_name=text_or_none(data.get("senderNick")),
-        scope_id=data.get("senderCorpId") or data.get("chatbotCorpId"),
-        message_id=data.get("msgId"),
+        scope_id=_FIELDS.get(data, "senderCorpId", "str")
+        or _FIELDS.get(data, "chatbotCorpId", "str"),
+        message_id=_FIELDS.need(data, "msgId", "str"),
     )
 
 
@@ -83,12 +102,13 @@ def _content(data: JSONObject) -> tuple[str | None, list[JSONObject]]:
     body: Any = data.get("content")
     body = body if isinstance(body, dict) else json_object(body)
     if kind == "text":
-        text = str((data.get("text") or {}).get("content") or "")
-        return " ".join(text.split()) or None, []
+        text: JSONObject = _FIELDS.get(data, "text", "dict") or {}
+        content = _FIELDS.get(text, "content", "text", at="text") or ""
+        return " ".join(content.split()) or None, []
     if kind == "richText":
         lines: list[str] = []
         parts: list[JSONObject] = []
-        for item in body.get("richText") or []:
+        for item in _FIELDS.items(body, "richText", at="content"):
             if isinstance(item.get("text"), str):
                 lines.append(item["text"])
             elif item.get("downloadCode") or item.get("pictureDownloadCode"):

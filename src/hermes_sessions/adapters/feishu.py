@@ -25,11 +25,19 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from hermes_sessions.adapters._events import InboundEvent, NewMessage
-from hermes_sessions.adapters._payload import content_of, dig, json_object, plain, text_or_none
+from hermes_sessions.adapters._events import InboundEvent, NewMessage, React
+from hermes_sessions.adapters._payload import (
+    Fields,
+    chat_lane,
+    content_of,
+    dig,
+    json_object,
+    plain,
+    text_or_none,
+)
 from hermes_sessions.models import JSONObject, Message, SessionSource
 
-__all__ = ["convert", "source_of"]
+__all__ = ["convert", "convert_reaction", "interaction_source", "source_of"]
 
 _FILE_KINDS: Final = {
     "image": "image",
@@ -42,29 +50,49 @@ _FILE_KEYS: Final = ("image_key", "file_key", "file_name", "duration")
 _POST_FILES: Final = {"img": "image", "media": "video"}
 
 
+_FIELDS: Final = Fields("feishu")
+
+
 def convert(
     event: object, *, bot_open_id: str | None = None, platform: str = "feishu"
 ) -> InboundEvent | None:
     """What an ``im.message.receive_v1`` event means for the transcript; ``None`` if nothing.
 
+    An event without a field Feishu always sends (``message`` with its ``message_id``,
+    ``chat_id``, ``chat_type`` and ``message_type``; ``sender.sender_id.open_id``) or with one of
+    the wrong type raises :class:`~hermes_sessions.AdapterPayloadError`.
+
     .. versionadded:: 0.1.0
     """
     data = plain(event)
-    body: Any = data.get("event", data) if isinstance(data, dict) else None
-    if not isinstance(body, dict) or not isinstance(body.get("message"), dict):
+    if not isinstance(data, dict):
         return None
+    at = ""
+    body: Any = data
+    if "schema" in data or "header" in data or "event" in data:
+        body, at = _FIELDS.need(data, "event", "dict"), "event"
+    if "message" not in body and "sender" not in body:
+        return None  # another event type
+    header: JSONObject = _FIELDS.get(data, "header", "dict") or {}
+    source = _source(body, at, platform=platform, tenant_key=header.get("tenant_key"))
     message: JSONObject = body["message"]
-    source = source_of(body, platform=platform, tenant_key=dig(data, "header", "tenant_key"))
-    mentions = {m["key"]: m for m in message.get("mentions") or [] if m.get("key")}
+    where = f"{at}.message".lstrip(".")
+    mentions: dict[str, JSONObject] = {}
+    for mention in _FIELDS.items(message, "mentions", at=where):
+        key = _FIELDS.get(mention, "key", "text", at=f"{where}.mentions")
+        if key:
+            mentions[key] = mention
     text, parts, mentioned = _content(message, mentions, bot_open_id)
     content = content_of(text, parts)
     if content is None or source.message_id is None:
         return None
     extra: JSONObject = {}
-    if message.get("parent_id"):
-        extra["reply_to"] = message["parent_id"]
-    if message.get("root_id"):
-        extra["thread_root"] = message["root_id"]
+    parent = _FIELDS.get(message, "parent_id", "str", at=where)
+    root = _FIELDS.get(message, "root_id", "str", at=where)
+    if parent:
+        extra["reply_to"] = parent
+    if root:
+        extra["thread_root"] = root
     if mentioned:
         extra["mentions_bot"] = True
     return NewMessage(
@@ -85,22 +113,140 @@ def source_of(
 ) -> SessionSource:
     """The :class:`SessionSource` of an ``im.message.receive_v1`` event body (as JSON).
 
+    Raises:
+        AdapterPayloadError: A field Feishu always sends is missing or of the wrong type.
+
     .. versionadded:: 0.1.0
     """
-    message: JSONObject = event["message"]
-    sender_id: JSONObject = dig(event, "sender", "sender_id") or {}
-    raw_type = str(message.get("chat_type") or "p2p")
+    return _source(plain(event), "event", platform=platform, tenant_key=tenant_key)
+
+
+def interaction_source(
+    event: object, *, chat_type: str, thread_id: str | None = None, platform: str = "feishu"
+) -> SessionSource | None:
+    """The conversation of the user who acted on a card: a ``card.action.trigger`` callback.
+
+    Takes lark-oapi's ``P2CardActionTrigger`` or its JSON (the whole body or its ``event``).
+    The chat is the card's (``context.open_chat_id``); the sender is the ``operator`` who
+    clicked (``union_id`` preferred, like a message's sender), so in a group it is their own
+    lane. Feishu's callback names neither the chat's type nor a thread, so pass them: the
+    ``chat_type`` of the chat (``p2p`` or ``group``; the stored source of the card's
+    conversation has it) and the ``thread_id`` if the card was posted in a thread. ``None`` for
+    a card outside a chat (no ``open_chat_id``).
+
+    Raises:
+        AdapterPayloadError: ``operator`` or its ``open_id``, or ``context``, is missing or of
+            the wrong type.
+
+    .. versionadded:: 0.1.0
+    """
+    data = plain(event)
+    if not isinstance(data, dict):
+        return None
+    at = ""
+    body: Any = data
+    if "schema" in data or "header" in data or "event" in data:
+        body, at = _FIELDS.need(data, "event", "dict"), "event"
+    operator: JSONObject = _FIELDS.need(body, "operator", "dict", at=at)
+    who = f"{at}.operator".lstrip(".")
+    context: JSONObject = _FIELDS.need(body, "context", "dict", at=at)
+    chat = _FIELDS.get(context, "open_chat_id", "str", at=f"{at}.context".lstrip("."))
+    if chat is None:
+        return None
     return SessionSource(
         platform=platform,
-        chat_id=message.get("chat_id"),
+        chat_id=chat,
+        chat_type=chat_type,
+        platform_chat_type=chat_type,
+        user_id=_FIELDS.need(operator, "open_id", "str", at=who),
+        user_id_alt=_FIELDS.get(operator, "union_id", "str", at=who),
+        thread_id=thread_id,
+        scope_id=_FIELDS.get(operator, "tenant_key", "str", at=who),
+    )
+
+
+def convert_reaction(
+    event: object,
+    *,
+    chat_id: str,
+    chat_type: str,
+    thread_id: str | None = None,
+    removed: bool | None = None,
+    platform: str = "feishu",
+) -> React | None:
+    """An ``im.message.reaction.created_v1`` / ``deleted_v1`` event as a :class:`React`.
+
+    Takes lark-oapi's ``P2ImMessageReactionCreatedV1`` / ``DeletedV1`` or the JSON. The event
+    names the message but not its chat, so pass the chat (``chat_id``, ``chat_type`` and the
+    ``thread_id`` if any) of the message: from the message you stored (its source) or from
+    Feishu's message API. Whether the reaction was added or removed comes from the header's
+    ``event_type``; pass ``removed`` when you give only the ``event``. The reactor is
+    ``user_id`` (``union_id`` preferred); an app's own reaction gives ``None``. The emoji is
+    Feishu's ``emoji_type`` (``THUMBSUP``).
+
+    Raises:
+        AdapterPayloadError: ``message_id``, ``reaction_type.emoji_type`` or the reactor's
+            ``open_id`` is missing or of the wrong type.
+
+    .. versionadded:: 0.1.0
+    """
+    data = plain(event)
+    if not isinstance(data, dict):
+        return None
+    at = ""
+    body: Any = data
+    if "schema" in data or "header" in data or "event" in data:
+        body, at = _FIELDS.need(data, "event", "dict"), "event"
+    if removed is None:
+        header: JSONObject = _FIELDS.need(data, "header", "dict")
+        kind = _FIELDS.need(header, "event_type", "str", at="header")
+        removed = kind.endswith("reaction.deleted_v1")
+    if _FIELDS.get(body, "operator_type", "str", at=at) == "app":
+        return None
+    ids: JSONObject = _FIELDS.need(body, "user_id", "dict", at=at)
+    who = f"{at}.user_id".lstrip(".")
+    reaction: JSONObject = _FIELDS.need(body, "reaction_type", "dict", at=at)
+    emoji = _FIELDS.need(reaction, "emoji_type", "str", at=f"{at}.reaction_type".lstrip("."))
+    source = SessionSource(
+        platform=platform,
+        chat_id=chat_id,
+        chat_type=chat_type,
+        platform_chat_type=chat_type,
+        user_id=_FIELDS.need(ids, "open_id", "str", at=who),
+        user_id_alt=_FIELDS.get(ids, "union_id", "str", at=who),
+        thread_id=thread_id,
+    )
+    return React(
+        source=source,
+        platform_message_id=_FIELDS.need(body, "message_id", "str", at=at),
+        added=() if removed else (emoji,),
+        removed=(emoji,) if removed else (),
+        also=chat_lane(source),
+    )
+
+
+def _source(event: JSONObject, at: str, *, platform: str, tenant_key: object) -> SessionSource:
+    if not isinstance(event, dict):
+        _FIELDS.refuse(at or "event", "must be an object")
+    where = f"{at}.message".lstrip(".")
+    message: JSONObject = _FIELDS.need(event, "message", "dict", at=at)
+    sender: JSONObject = _FIELDS.need(event, "sender", "dict", at=at)
+    ids: JSONObject = _FIELDS.need(sender, "sender_id", "dict", at=f"{at}.sender".lstrip("."))
+    who = f"{at}.sender.sender_id".lstrip(".")
+    raw_type = _FIELDS.need(message, "chat_type", "str", at=where)
+    _FIELDS.need(message, "message_type", "str", at=where)
+    tenant = _FIELDS.get(sender, "tenant_key", "str", at=f"{at}.sender".lstrip("."))
+    return SessionSource(
+        platform=platform,
+        chat_id=_FIELDS.need(message, "chat_id", "str", at=where),
         chat_type=raw_type,
         platform_chat_type=raw_type,
-        user_id=sender_id.get("open_id"),
-        user_id_alt=sender_id.get("union_id"),
-        thread_id=message.get("thread_id"),
-        user_name=text_or_none(dig(event, "sender", "sender_name")),
-        scope_id=dig(event, "sender", "tenant_key") or tenant_key,
-        message_id=message.get("message_id"),
+        user_id=_FIELDS.need(ids, "open_id", "str", at=who),
+        user_id_alt=_FIELDS.get(ids, "union_id", "str", at=who),
+        thread_id=_FIELDS.get(message, "thread_id", "str", at=where),
+        user_name=text_or_none(sender.get("sender_name")),
+        scope_id=tenant or text_or_none(tenant_key),
+        message_id=_FIELDS.need(message, "message_id", "str", at=where),
     )
 
 
@@ -148,12 +294,14 @@ def _post(
     title = text_or_none(body.get("title"))
     lines = [title] if title else []
     parts: list[JSONObject] = []
-    for paragraph in body.get("content") or []:
+    paragraphs = body.get("content")
+    for paragraph in paragraphs if isinstance(paragraphs, list) else []:
         pieces: list[str] = []
-        for element in paragraph if isinstance(paragraph, list) else []:
-            tag = element.get("tag")
+        elements = paragraph if isinstance(paragraph, list) else []
+        for element in (e for e in elements if isinstance(e, dict)):
+            tag = text_or_none(element.get("tag"))
             if tag == "at":
-                key = element.get("user_id", "")
+                key = str(element.get("user_id", ""))
                 if key not in bot_keys:
                     name = element.get("user_name") or dig(mentions, key, "name") or key
                     pieces.append(f"@{name}")

@@ -23,7 +23,13 @@ from hermes_sessions.host._prompt import (
     session_context_prompt,
 )
 from hermes_sessions.host._zh import CONTEXT_PROMPT_ZH, NOTICES_ZH
-from hermes_sessions.window import ContextWindow, context_window, estimate_tokens
+from hermes_sessions.window import (
+    ContextWindow,
+    context_window,
+    estimate_tokens,
+    reactions_of,
+    with_reactions,
+)
 
 __all__ = [
     "CONTEXT_PROMPT_EN",
@@ -41,6 +47,8 @@ __all__ = [
     "format_duration",
     "is_shared_session",
     "prefix_sender",
+    "reactions_of",
     "reset_notice",
     "session_context_prompt",
+    "with_reactions",
 ]

@@ -24,6 +24,7 @@ import attrs
 from hermes_sessions.exceptions import HermesSessionsError, InvalidSourceError
 from hermes_sessions.interop._report import ImportProblem
 from hermes_sessions.interop._text import Cleaner, decode_bytes, load_json_text
+from hermes_sessions.legacy_keys import marked_thread_key
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, SessionSource
 
 __all__ = ["HermesProfile", "HermesSession", "read_profile"]
@@ -427,6 +428,10 @@ def read_profile(home: Path, *, zone: tzinfo, max_message_chars: int) -> HermesP
         entry = reader.entry(key, data)
         if entry is None:
             continue
+        marked = None if entry.origin is None else marked_thread_key(key, entry.origin)
+        if marked is not None:
+            reader.problem("rekeyed", f"sessions.json {key}", f"thread key written as {marked}")
+            entry = attrs.evolve(entry, session_key=marked)
         if entry.session_id not in by_id:
             reader.problem(
                 "bad_record",
@@ -435,7 +440,7 @@ def read_profile(home: Path, *, zone: tzinfo, max_message_chars: int) -> HermesP
             )
             continue
         entries.append(entry)
-        keys.setdefault(entry.session_id, key)
+        keys.setdefault(entry.session_id, entry.session_key)
     sessions = [
         HermesSession(
             record=attrs.evolve(record, session_key=keys.get(record.id, record.session_key)),

@@ -21,7 +21,9 @@ class ImportProblem:
     legacy transcript held more messages than the database), ``conflict`` (the target already
     holds something else under that id or key; nothing was overwritten), ``bad_record`` (a row or
     entry that does not make a valid record, skipped), ``memory_refused`` (the memory store refused
-    an entry) and ``unknown_record`` (a bundle line of a type this version does not know).
+    an entry), ``unknown_record`` (a bundle line of a type this version does not know) and
+    ``rekeyed`` (a Hermes thread key, ``<chat>:<thread>``, written in this library's thread form
+    ``<chat>:thread:<thread>``).
 
     .. versionadded:: 0.1.0
     """

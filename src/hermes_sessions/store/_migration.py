@@ -1,7 +1,10 @@
 """Key migration: move routing entries and records to the keys a new :class:`KeyPolicy` builds.
 
 :meth:`SessionStore.migrate_keys` ends here. Each routing entry's new key is built from its
-``origin`` under the new policy (after the host's ``remap``). An origin that is missing, or that
+``origin`` under the new policy (after the host's ``remap``). An origin builds the entry's key
+under the old policy either in this library's form or in Hermes's thread form
+(:func:`~hermes_sessions.legacy_keys.build_hermes_key`, ``<chat>:<thread>`` without the marker),
+so old thread keys move to the marked form. An origin that is missing, or that
 does not build the entry's key under the old policy (entries rebuilt from records, erased or
 imported), is replaced by the key read back with
 :func:`~hermes_sessions.legacy_keys.read_session_key`, and only when that reading is
@@ -29,7 +32,7 @@ import attrs
 
 from hermes_sessions.exceptions import ConflictError, InvalidArgumentError
 from hermes_sessions.keys import KeyPolicy
-from hermes_sessions.legacy_keys import read_session_key
+from hermes_sessions.legacy_keys import build_hermes_key, read_session_key
 from hermes_sessions.models import SessionEntry, SessionRecord, SessionSource
 from hermes_sessions.protocols import Backend, EntryWrite, RotationPlan
 from hermes_sessions.queries import SessionQuery
@@ -193,6 +196,8 @@ class _Planner:
             return None, f"the key holds {platform} ids canonicalised by the old policy"
         if read.form == "hermes-sessions" and self.old.build(read.source) != key:
             return None, "the key does not read back to a source that builds it"
+        if read.form == "hermes" and build_hermes_key(read.source, self.old) != key:
+            return None, "the key does not read back to a source that builds it"
         if _isolates(self.new, read.source) and not _isolates(self.old, read.source):
             return None, "the new policy isolates members, and the key names none"
         return read.source, ""
@@ -212,7 +217,10 @@ class _Planner:
         if origin is not None and self._built(origin) == key:
             self.unchanged += 1
             return None
-        if origin is not None and self.old.build(origin) == key:
+        if origin is not None and key in (
+            self.old.build(origin),
+            build_hermes_key(origin, self.old),
+        ):
             return _Target(entry, self._built(origin), "origin")
         source = self._read_source(key, entry.session_id, no_origin=origin is None)
         if source is None:
