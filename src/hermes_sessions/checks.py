@@ -29,14 +29,18 @@ __all__ = [
     "make_report",
 ]
 
-ProblemKind = Literal["storage", "corrupt", "index", "dangling_key", "live_sessions", "counters"]
+ProblemKind = Literal[
+    "storage", "corrupt", "index", "dangling_key", "live_sessions", "counters", "encryption"
+]
 """What a :class:`CheckProblem` is about.
 
 ``storage``: the medium's own check failed (a damaged page, a line whose checksum is wrong, a
 file the index does not account for); ``corrupt``: a record could not be read back; ``index``:
 a search index disagrees with the messages; ``dangling_key``: a routing key points at a missing
 session; ``live_sessions``: a session not ended was left behind by its key; ``counters``: a
-session's counters disagree with its transcript.
+session's counters disagree with its transcript; ``encryption`` (encrypted stores): a value
+stored in the clear, sealed under a key other than the current one, or that does not open
+where it is (damaged, or copied from another place).
 """
 
 

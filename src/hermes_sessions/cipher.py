@@ -33,11 +33,14 @@ import binascii
 import hmac
 import os
 import re
+import stat
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from hermes_sessions.exceptions import (
     DecryptionError,
     EncryptionKeyError,
+    EncryptionMismatchError,
     InvalidValueError,
     MissingDependencyError,
 )
@@ -45,9 +48,14 @@ from hermes_sessions.exceptions import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
+    from hermes_sessions.protocols import StateStore
+
 __all__ = [
     "ENVELOPE_PREFIX",
+    "KEYS_VARIABLE",
     "KEY_BYTES",
+    "STORE_SCOPE",
+    "TOKEN_KEY_VARIABLE",
     "CallableKeys",
     "Cipher",
     "EnvKeys",
@@ -57,6 +65,7 @@ __all__ = [
     "envelope_plaintext_size",
     "generate_key",
     "is_envelope",
+    "require_plain_store",
 ]
 
 ENVELOPE_PREFIX: Final = "hse1:"
@@ -66,6 +75,24 @@ ENVELOPE_PREFIX: Final = "hse1:"
 """
 KEY_BYTES: Final = 32
 """The length of a data key (AES-256) and the shortest token key, in bytes.
+
+.. versionadded:: 0.1.0
+"""
+KEYS_VARIABLE: Final = "HERMES_SESSIONS_KEYS"
+"""The variable :class:`EnvKeys` and :meth:`Cipher.from_environment` read the data keys from.
+
+.. versionadded:: 0.1.0
+"""
+TOKEN_KEY_VARIABLE: Final = "HERMES_SESSIONS_TOKEN_KEY"  # noqa: S105  # a variable name, not a key
+"""The variable :meth:`Cipher.from_environment` reads the base64 token key from.
+
+.. versionadded:: 0.1.0
+"""
+STORE_SCOPE: Final = "store|encryption"
+"""The state scope where an encrypted store records that it is, in the clear.
+
+It holds the store id, the encryption state and one canary per key id (``docs/privacy.md``).
+No :class:`~hermes_sessions.state.StateScope` has this id; the encrypted backend hides it.
 
 .. versionadded:: 0.1.0
 """
@@ -143,6 +170,20 @@ class StaticKeys:
             raise EncryptionKeyError(key_id, "StaticKeys does not hold it") from None
 
 
+def _parse_keys(value: str, where: str) -> StaticKeys:
+    """``id:base64key[,id:base64key...]`` as keys, the first current."""
+    keys: dict[str, bytes] = {}
+    for item in value.split(","):
+        key_id, _, encoded = item.strip().partition(":")
+        try:
+            keys[key_id] = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise EncryptionKeyError(
+                key_id or None, f"{where} holds a key that is not base64"
+            ) from None
+    return StaticKeys(keys)
+
+
 class EnvKeys:
     """Keys read from an environment variable: ``id:base64key[,id:base64key...]``.
 
@@ -153,7 +194,7 @@ class EnvKeys:
     .. versionadded:: 0.1.0
     """
 
-    def __init__(self, variable: str = "HERMES_SESSIONS_KEYS") -> None:
+    def __init__(self, variable: str = KEYS_VARIABLE) -> None:
         self.variable = variable
         self._keys: StaticKeys | None = None
 
@@ -163,16 +204,7 @@ class EnvKeys:
         value = os.environ.get(self.variable)
         if not value:
             raise EncryptionKeyError(None, f"the environment variable {self.variable} is not set")
-        keys: dict[str, bytes] = {}
-        for item in value.split(","):
-            key_id, _, encoded = item.strip().partition(":")
-            try:
-                keys[key_id] = base64.b64decode(encoded, validate=True)
-            except (binascii.Error, ValueError):
-                raise EncryptionKeyError(
-                    key_id or None, f"{self.variable} holds a key that is not base64"
-                ) from None
-        self._keys = StaticKeys(keys)
+        self._keys = _parse_keys(value, self.variable)
         return self._keys
 
     def current(self) -> tuple[str, bytes]:
@@ -225,6 +257,13 @@ def _aead_class() -> Any:
             "cryptography", extra="encryption", feature="hermes_sessions.cipher"
         ) from None
     return AESGCM
+
+
+def _associated(key_id: str, context: str) -> bytes:
+    """GCM's associated data: the key id, then the context (a key id never holds a NUL)."""
+    if not context:
+        return key_id.encode()
+    return f"{key_id}\x00{context}".encode("utf-8", "surrogatepass")
 
 
 def _b64(data: bytes) -> str:
@@ -299,6 +338,32 @@ class Cipher:
             aes = self._opened[key_id] = self._aead(self.keys.key(key_id) if key is None else key)
         return aes
 
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Cipher:
+        """The cipher of ``$HERMES_SESSIONS_KEYS`` and ``$HERMES_SESSIONS_TOKEN_KEY``.
+
+        The data keys are read as :class:`EnvKeys` reads them; the token key is base64.
+        ``environ`` defaults to ``os.environ``. A missing or malformed variable raises
+        :class:`~hermes_sessions.exceptions.EncryptionKeyError`.
+
+        .. versionadded:: 0.1.0
+        """
+        values = os.environ if environ is None else environ
+        return _from_variables(values, "the environment")
+
+    @classmethod
+    def from_key_file(cls, path: str | os.PathLike[str]) -> Cipher:
+        """The cipher of a key file: ``HERMES_SESSIONS_KEYS=...`` and ``..._TOKEN_KEY=...`` lines.
+
+        The file holds the two variables of :meth:`from_environment`, one ``NAME=value`` per
+        line (blank lines and ``#`` comments allowed: a systemd ``EnvironmentFile`` works). It
+        must not be readable by group or others (``chmod 600``), else
+        :class:`~hermes_sessions.exceptions.EncryptionKeyError`.
+
+        .. versionadded:: 0.1.0
+        """
+        return _from_variables(_read_key_file(Path(path)), f"the key file {path}")
+
     def use_keys(self, keys: KeyProvider) -> None:
         """Read and write with ``keys`` from now on (the token key stays)."""
         self.keys = keys
@@ -309,20 +374,43 @@ class Cipher:
         """The id new ciphertexts are written under."""
         return self.keys.current()[0]
 
-    def encrypt(self, plaintext: str) -> str:
-        """The envelope of ``plaintext`` under the current key (a fresh nonce each time)."""
-        key_id, key = self.keys.current()
+    def with_keys(self, keys: KeyProvider) -> Cipher:
+        """A cipher over ``keys`` with this one's token key (per-user keys use one).
+
+        .. versionadded:: 0.1.0
+        """
+        return Cipher(keys, token_key=self._token_key)
+
+    def forget_key(self, key_id: str) -> None:
+        """Drop what this cipher keeps of ``key_id`` (its next use asks the provider again).
+
+        .. versionadded:: 0.1.0
+        """
+        self._opened.pop(key_id, None)
+
+    def encrypt(
+        self, plaintext: str, *, context: str = "", key: tuple[str, bytes] | None = None
+    ) -> str:
+        """The envelope of ``plaintext`` under the current key (a fresh nonce each time).
+
+        ``context`` is authenticated with the key id (GCM's associated data) but not stored:
+        :meth:`decrypt` needs the same ``context``, so an envelope opens only in the place it
+        was sealed for (the encrypted backend binds its store, kind, id and field). ``key``
+        (``(key id, key)``) seals under that key instead of the current one.
+        """
+        key_id, key_bytes = self.keys.current() if key is None else key
         nonce = os.urandom(_NONCE_BYTES)
         data = plaintext.encode("utf-8", "surrogatepass")
-        sealed = self._aes(key_id, key).encrypt(nonce, data, key_id.encode())
+        sealed = self._aes(key_id, key_bytes).encrypt(nonce, data, _associated(key_id, context))
         return f"{ENVELOPE_PREFIX}{key_id}:{_b64(nonce + sealed)}"
 
-    def decrypt(self, envelope: str) -> str:
-        """The text of an envelope.
+    def decrypt(self, envelope: str, *, context: str = "") -> str:
+        """The text of an envelope sealed with ``context``.
 
         Raises:
             EncryptionKeyError: the provider has no key of the envelope's id.
-            DecryptionError: the envelope is malformed, or the key or data is not the right one.
+            DecryptionError: the envelope is malformed, the key or data is not the right one,
+                or it was sealed for another ``context`` (copied from elsewhere).
         """
         key_id = envelope_key_id(envelope)
         try:
@@ -333,7 +421,7 @@ class Cipher:
             raise DecryptionError(key_id, "the envelope is truncated")
         try:
             data = self._aes(key_id).decrypt(
-                blob[:_NONCE_BYTES], blob[_NONCE_BYTES:], key_id.encode()
+                blob[:_NONCE_BYTES], blob[_NONCE_BYTES:], _associated(key_id, context)
             )
         except EncryptionKeyError:
             raise
@@ -362,3 +450,58 @@ class Cipher:
     def blind_tokens(self, tokens: Iterable[str]) -> list[str]:
         """The keyed hashes of search tokens, in order."""
         return [self.blind(token) for token in tokens]
+
+
+def _read_key_file(path: Path) -> dict[str, str]:
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise EncryptionKeyError(None, f"the key file {path} cannot be read ({error})") from None
+    if os.name == "posix" and stat.S_IMODE(mode) & 0o077:
+        raise EncryptionKeyError(
+            None, f"the key file {path} is readable by others; chmod 600 {path}"
+        )
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        name, equals, value = line.strip().partition("=")
+        if not equals or name.startswith("#"):
+            continue
+        values[name.strip().removeprefix("export ").strip()] = value.strip().strip("'\"")
+    return values
+
+
+def _from_variables(values: Mapping[str, str], where: str) -> Cipher:
+    keys, token = values.get(KEYS_VARIABLE, ""), values.get(TOKEN_KEY_VARIABLE, "")
+    for name, value in ((KEYS_VARIABLE, keys), (TOKEN_KEY_VARIABLE, token)):
+        if not value:
+            raise EncryptionKeyError(None, f"{name} is not set in {where}")
+    try:
+        token_key = base64.b64decode(token, validate=True)
+    except (binascii.Error, ValueError):
+        raise EncryptionKeyError(None, f"{TOKEN_KEY_VARIABLE} in {where} is not base64") from None
+    return Cipher(_parse_keys(keys, f"{KEYS_VARIABLE} in {where}"), token_key=token_key)
+
+
+def require_plain_store(backend: StateStore) -> None:
+    """Refuse ``backend`` when it is an encrypted store read without its cipher.
+
+    Everything that writes through a backend of its own (the store, the bundle and Hermes
+    imports) calls this first, so nothing is written in the clear into an encrypted store.
+    The encrypted backend hides :data:`STORE_SCOPE`, so it passes.
+
+    Raises:
+        EncryptionMismatchError: ``backend``'s store records that it is encrypted.
+
+    .. versionadded:: 0.1.0
+    """
+    if backend.get_state([STORE_SCOPE]).get(STORE_SCOPE):
+        raise EncryptionMismatchError("no-cipher", where=_where(backend))
+
+
+def _where(backend: object) -> str:
+    """The path or schema of a built-in backend (for messages), else ``""``."""
+    describe = getattr(backend, "describe", None)
+    if callable(describe):
+        return str(describe())
+    return str(getattr(backend, "path", None) or getattr(backend, "directory", None) or "")

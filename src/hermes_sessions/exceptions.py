@@ -31,6 +31,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── MissingDependencyError     (ImportError)   an optional dependency (an extra) is missing
     ├── EncryptionKeyError         (LookupError)   no key for a ciphertext's key id (or none set)
     ├── DecryptionError            (ValueError)    a ciphertext does not open with its key
+    ├── EncryptionMismatchError    (ValueError)    a store opened with(out) the wrong cipher
     ├── UnknownMemoryTargetError   (ValueError)    a memory target other than memory / user
     └── MemoryRefusedError                         a memory-file change was refused (to_dict())
         ├── InvalidMemoryContentError  (ValueError)    empty, or holds the entry delimiter
@@ -63,6 +64,7 @@ __all__ = [
     "CorruptRecordError",
     "DecryptionError",
     "EncryptionKeyError",
+    "EncryptionMismatchError",
     "HermesSessionsError",
     "IncognitoLaneError",
     "IncognitoMemoryError",
@@ -699,6 +701,56 @@ class DecryptionError(HermesSessionsError, ValueError):
             f"key id {key_id!r} is the one the data was written with, or restore the data from a "
             "backup if it was damaged"
         )
+
+
+_MISMATCH_ADVICE = {
+    "no-cipher": "open it with its cipher: cipher=Cipher(...) in the library, or set "
+    "HERMES_SESSIONS_KEYS and HERMES_SESSIONS_TOKEN_KEY (or pass --key-file FILE) for the "
+    "hermes-sessions command (docs/privacy.md)",
+    "wrong-key": "the key given for this key id is not the one the store was written with "
+    "(regenerated or mistyped?); give the right key: nothing was written",
+    "plain-store": "it holds data written without encryption; open it without a cipher, or "
+    "encrypt it first with hermes_sessions.backends.encrypted.encrypt_store() (docs/privacy.md)",
+    "unfinished": "encrypt_store() was interrupted; run it again to finish encrypting the store",
+    "no-user-keys": "it seals users' content under per-user keys: open it with user_keys= "
+    "(--user-keys DIR for the hermes-sessions command; docs/privacy.md)",
+    "wrong-token-key": "the token key given is not the one the store was written with; give the "
+    "right token key: nothing was written",
+}
+
+
+class EncryptionMismatchError(HermesSessionsError, ValueError):
+    """A store opened in a way its encryption forbids; raised at open, before anything is written.
+
+    An encrypted store records that it is encrypted and a canary sealed under each key id
+    (``docs/privacy.md``), so each operator mistake fails at once with this error.
+
+    Attributes:
+        reason: ``"no-cipher"`` (an encrypted store opened without a cipher), ``"wrong-key"``
+            (a key that does not open its id's canary), ``"wrong-token-key"`` (a token key
+            other than the store's), ``"plain-store"`` (a store with plain data opened with a
+            cipher), ``"unfinished"`` (an interrupted ``encrypt_store()``) or ``"no-user-keys"``
+            (a store with per-user keys opened without them).
+        key_id: The key id concerned (``"wrong-key"``), else ``None``.
+        where: The store (a path, a schema), when known.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, reason: str, *, key_id: str | None = None, where: str = "") -> None:
+        self.reason = reason
+        self.key_id = key_id
+        self.where = where
+        store = f"the store {where}" if where else "the store"
+        what = {
+            "no-cipher": f"{store} is encrypted",
+            "wrong-key": f"key {key_id!r} does not open {store}",
+            "wrong-token-key": f"the token key does not match {store}",
+            "plain-store": f"{store} is not encrypted",
+            "unfinished": f"{store} is only partly encrypted",
+            "no-user-keys": f"{store} uses per-user keys",
+        }.get(reason, f"{store} cannot be opened this way")
+        super().__init__(f"{what}: {_MISMATCH_ADVICE.get(reason, reason)}")
 
 
 # -- memory files ----------------------------------------------------------------------------------

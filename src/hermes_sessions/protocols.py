@@ -12,18 +12,14 @@ A backend is two layers with different lifetimes plus one write that spans both:
   re-point keys) committed atomically or not at all. Every rotation goes through it: automatic
   resets, ``/new``, resume, branch and compression.
 
-Optional abilities are separate protocols, checked with ``isinstance``: searching
-(:class:`SupportsSearch`; :class:`SearchableBackend` is a backend that has it), scrubbing
-deleted text out of the files (:class:`SupportsScrub`) and rewriting a stored search index made
-by an older token stream (:class:`SupportsReindex`). ``hermes_sessions.testing``
-holds the conformance suite that states these contracts as tests; ``docs/backends.md`` shows how
-to write a backend against it.
+Optional abilities are separate protocols, checked with ``isinstance`` (``SupportsSearch``,
+``SupportsScrub``, ``SupportsReindex`` and the others below; :class:`SearchableBackend` is a
+backend that searches). ``hermes_sessions.testing`` holds the conformance suite that states
+these contracts as tests; ``docs/backends.md`` shows how to write a backend against it.
 
 Conventions for every method: a missing entry or session is ``None`` for lookups and
-:class:`~hermes_sessions.exceptions.SessionNotFoundError` for writes; every method is thread-safe;
-after :meth:`Backend.close` every method raises
-:class:`~hermes_sessions.exceptions.BackendClosedError`; storage failures are wrapped in
-:class:`~hermes_sessions.exceptions.StorageError`.
+``SessionNotFoundError`` for writes; every method is thread-safe; after :meth:`Backend.close`
+every method raises ``BackendClosedError``; storage failures are wrapped in ``StorageError``.
 """
 
 from __future__ import annotations
@@ -59,6 +55,8 @@ __all__ = [
     "SupportsReindex",
     "SupportsScrub",
     "SupportsSearch",
+    "SupportsStateScopes",
+    "SupportsUserKeys",
     "SupportsWriteBatches",
     "TranscriptStore",
 ]
@@ -566,6 +564,30 @@ class SupportsReindex(Protocol):
         ``progress`` is called after every batch of ``batch_size`` messages and once at the end
         (with ``done == total``). Returns 0 at once when nothing needs rewriting.
         """
+        ...
+
+
+@runtime_checkable
+class SupportsStateScopes(Protocol):
+    """Optional ability: list the state scopes holding a value (key rotation visits them all).
+
+    .. versionadded:: 0.1.0
+    """
+
+    def state_scopes(self) -> list[str]:
+        """Every scope id that holds a value, sorted."""
+        ...
+
+
+@runtime_checkable
+class SupportsUserKeys(Protocol):
+    """Optional ability: destroy users' own keys; ``SessionStore.erase_user`` calls it last.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def destroy_user_keys(self, platform: str, user_ids: Sequence[str]) -> int:
+        """Destroy the keys of these users of ``platform``; return how many existed."""
         ...
 
 

@@ -7,16 +7,58 @@ field that is encrypted, so a byte search of the stored files can prove none lea
 
 from __future__ import annotations
 
+import hashlib
 import random
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+import pytest
+
+from hermes_sessions.backends.jsonl import JSONLBackend
+from hermes_sessions.backends.sqlite import SQLiteBackend
+from hermes_sessions.cipher import Cipher, StaticKeys
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, SessionSource
 from hermes_sessions.protocols import EntryWrite, RotationPlan
 from hermes_sessions.state import StateScope
+from pg_support import open_pg, requires_pg, schema_dump
 
 if TYPE_CHECKING:
-    from hermes_sessions.protocols import Backend
+    from pathlib import Path
+
+    from hermes_sessions.protocols import Backend, SearchableBackend
+
+TOKEN_KEY = hashlib.sha256(b"token key of test_encrypted").digest()
+KEY_1 = hashlib.sha256(b"data key 1").digest()
+KEY_2 = hashlib.sha256(b"data key 2").digest()
+KINDS = [
+    "sqlite",
+    "jsonl",
+    pytest.param("postgres", marks=requires_pg),
+]
+"""Each built-in persistent backend (PostgreSQL when the test server is configured)."""
+
+
+def cipher(keys: dict[str, bytes] | None = None, token_key: bytes = TOKEN_KEY) -> Cipher:
+    """A cipher over ``keys`` (by default ``k1``) with the test token key."""
+    return Cipher(StaticKeys(keys or {"k1": KEY_1}), token_key=token_key)
+
+
+def plain_backend(kind: str, directory: Path) -> SearchableBackend:
+    """A plain backend of ``kind`` on ``directory``."""
+    if kind == "sqlite":
+        directory.mkdir(parents=True, exist_ok=True)
+        return SQLiteBackend(directory / "state.db")
+    if kind == "jsonl":
+        return JSONLBackend(directory)
+    return open_pg(directory)
+
+
+def stored_bytes(kind: str, directory: Path) -> bytes:
+    """Every byte the backend of ``kind`` keeps for ``directory`` (files, or PG rows as text)."""
+    if kind == "postgres":
+        return schema_dump(directory)
+    return b"".join(path.read_bytes() for path in sorted(directory.rglob("*")) if path.is_file())
+
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 WORDS = [

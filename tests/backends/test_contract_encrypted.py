@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from hermes_sessions.backends.encrypted import EncryptedBackend
+from hermes_sessions.backends.encrypted import DirectoryUserKeys, EncryptedBackend, UserKeys
 from hermes_sessions.backends.jsonl import JSONLBackend
 from hermes_sessions.backends.sqlite import SQLiteBackend
 from hermes_sessions.cipher import Cipher, StaticKeys
@@ -51,6 +51,16 @@ class TestEncryptedSQLiteBackend(_EncryptedContract):
     def make_backend(self, directory: Path) -> EncryptedBackend:
         """An encrypted backend on ``<directory>/state.db``."""
         return EncryptedBackend(SQLiteBackend(directory / "state.db"), cipher=test_cipher())
+
+
+class TestEncryptedSQLiteUserKeysBackend(_EncryptedContract):
+    """SQLite under the cipher with per-user keys (a user's content under their own key)."""
+
+    def make_backend(self, directory: Path) -> EncryptedBackend:
+        """An encrypted backend on ``<directory>/state.db``, user keys in ``<directory>/keys``."""
+        keys = UserKeys(DirectoryUserKeys(directory / "keys"))
+        inner = SQLiteBackend(directory / "state.db")
+        return EncryptedBackend(inner, cipher=test_cipher(), user_keys=keys)
 
 
 class TestEncryptedJSONLBackend(_EncryptedContract):

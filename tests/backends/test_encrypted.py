@@ -2,53 +2,35 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import TYPE_CHECKING
 
 import pytest
-from encrypted_corpus import fill, queries
+from encrypted_corpus import (
+    KEY_1,
+    KEY_2,
+    KINDS,
+    cipher,
+    fill,
+    plain_backend,
+    queries,
+    stored_bytes,
+)
 
 from hermes_sessions.backends.encrypted import EncryptedBackend, needs_scan
-from hermes_sessions.backends.jsonl import JSONLBackend
 from hermes_sessions.backends.sqlite import SQLiteBackend
-from hermes_sessions.cipher import Cipher, StaticKeys, envelope_key_id
-from hermes_sessions.exceptions import DecryptionError, EncryptionKeyError
+from hermes_sessions.cipher import STORE_SCOPE, StaticKeys, envelope_key_id
+from hermes_sessions.exceptions import EncryptionKeyError, EncryptionMismatchError
 from hermes_sessions.queries import SearchQuery, SessionQuery
 from hermes_sessions.state import StateScope
-from pg_support import open_pg, requires_pg, schema_dump
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
 
-    from hermes_sessions.protocols import SearchableBackend
+    from hermes_sessions.cipher import Cipher
 
     Opener = Callable[..., EncryptedBackend]
-
-TOKEN_KEY = hashlib.sha256(b"token key of test_encrypted").digest()
-KEY_1 = hashlib.sha256(b"data key 1").digest()
-KEY_2 = hashlib.sha256(b"data key 2").digest()
-KINDS = [
-    "sqlite",
-    "jsonl",
-    pytest.param("postgres", marks=requires_pg),
-]
-
-
-def cipher(keys: dict[str, bytes] | None = None) -> Cipher:
-    """A cipher over ``keys`` (by default ``k1``) with the test token key."""
-    return Cipher(StaticKeys(keys or {"k1": KEY_1}), token_key=TOKEN_KEY)
-
-
-def plain_backend(kind: str, directory: Path) -> SearchableBackend:
-    """A plain backend of ``kind`` on ``directory``."""
-    if kind == "sqlite":
-        directory.mkdir(parents=True, exist_ok=True)
-        return SQLiteBackend(directory / "state.db")
-    if kind == "jsonl":
-        return JSONLBackend(directory)
-    return open_pg(directory)
 
 
 @pytest.fixture(params=KINDS)
@@ -108,12 +90,6 @@ def test_prefix_and_single_cjk_queries_scan(open_encrypted: Opener) -> None:
     assert not needs_scan(backend, "docker compose 部署 -helm")
 
 
-def _stored_bytes(kind: str, directory: Path) -> bytes:
-    if kind == "postgres":
-        return schema_dump(directory)
-    return b"".join(path.read_bytes() for path in sorted(directory.rglob("*")) if path.is_file())
-
-
 def test_no_marker_is_stored_in_the_clear(
     kind: str, tmp_path: Path, open_encrypted: Opener
 ) -> None:
@@ -121,9 +97,9 @@ def test_no_marker_is_stored_in_the_clear(
     backend = open_encrypted()
     markers = fill(backend)
     backend.search(_everything("deploy"))
-    stored = [_stored_bytes(kind, tmp_path / "enc")]
+    stored = [stored_bytes(kind, tmp_path / "enc")]
     backend.close()
-    stored.append(_stored_bytes(kind, tmp_path / "enc"))
+    stored.append(stored_bytes(kind, tmp_path / "enc"))
     assert len(markers.all) > 500
     for data in stored:
         assert len(data) > 10_000
@@ -133,14 +109,19 @@ def test_no_marker_is_stored_in_the_clear(
             assert escaped.encode() not in data, marker
 
 
-def test_a_wrong_key_is_an_error_not_garbage(open_encrypted: Opener) -> None:
-    """Data opened with another key under the same id raises DecryptionError."""
-    fill(open_encrypted(), sessions=1, per_session=2)
-    wrong = open_encrypted(cipher({"k1": KEY_2}))
-    with pytest.raises(DecryptionError):
-        wrong.get_session("20260301_000000_00000000")
-    with pytest.raises(DecryptionError):
-        wrong.get_messages("20260301_000000_00000000")
+def test_a_wrong_key_under_the_right_id_is_refused_at_open(open_encrypted: Opener) -> None:
+    """A key that does not open its id's canary fails at open, and nothing is written."""
+    right = open_encrypted()
+    fill(right, sessions=1, per_session=2)
+    before = right.inner.get_state([STORE_SCOPE]), right.inner.list_sessions(SessionQuery())
+    with pytest.raises(EncryptionMismatchError) as caught:
+        open_encrypted(cipher({"k1": KEY_2}))
+    assert (caught.value.reason, caught.value.key_id) == ("wrong-key", "k1")
+    assert (
+        right.inner.get_state([STORE_SCOPE]),
+        right.inner.list_sessions(SessionQuery()),
+    ) == before
+    assert right.get_messages("20260301_000000_00000000")  # the right key still reads
 
 
 def test_a_missing_key_is_an_error(open_encrypted: Opener) -> None:
@@ -152,18 +133,53 @@ def test_a_missing_key_is_an_error(open_encrypted: Opener) -> None:
     assert caught.value.key_id == "k1"
 
 
+def _state_everywhere(backend: EncryptedBackend) -> list[str]:
+    """App, user and lane state beside the corpus's session state; return their scope ids."""
+    scopes = [
+        StateScope.app("shop").id,
+        StateScope.user("shop", "telegram", "42").id,
+        StateScope.lane("agent:main:telegram:dm:0").id,
+        "migration|custom",
+    ]
+    backend.update_state({scope: {"flag": scope, "n": 1} for scope in scopes})
+    return scopes
+
+
+def _sealed_key_ids(backend: EncryptedBackend) -> set[str]:
+    """The key id of every envelope the inner backend stores (entries, records, messages, state)."""
+    inner = backend.inner
+    found = set()
+    for entry in inner.entries():
+        assert entry.origin is not None
+        found.add(envelope_key_id(str(entry.origin.chat_id)))
+    for scope, values in inner.get_state(inner.state_scopes()).items():  # type: ignore[attr-defined]
+        if scope != STORE_SCOPE:
+            found.update(envelope_key_id(value) for value in values.values())
+    for item in inner.list_sessions(SessionQuery(limit=None)).items:
+        found.add(envelope_key_id(item.record.metadata["hermes_sealed"]))
+        for message in inner.get_messages(item.record.id, include_inactive=True):
+            found.add(envelope_key_id(message.extra["hermes_sealed"]))
+    return found
+
+
 def test_rotate_key_is_resumable_and_reports_progress(open_encrypted: Opener) -> None:
     """An interrupted rotation run again finishes; then only the new key is needed."""
     backend = open_encrypted()
     fill(backend, sessions=3, per_session=4)
     before = backend.search(_everything("deploy"))
-    first = next(backend.rotate_key(StaticKeys({"k2": KEY_2})))  # then interrupted
-    assert (first.sessions_done, first.sessions_total) == (1, 3)
-    assert first.entries_rewritten == 3
+    rotation = backend.rotate_key(StaticKeys({"k2": KEY_2}))
+    first = next(rotation)  # entries and scopes, then interrupted
+    assert (first.sessions_done, first.sessions_total) == (0, 3)
+    assert (first.entries_visited, first.entries_rewritten) == (3, 3)
+    assert (first.scopes_visited, first.scopes_rewritten) == (3, 3)
+    next(rotation)  # the first session
     progress = list(backend.rotate_key())
     assert progress[-1].finished
     assert progress[-1].messages_rewritten == 8  # the first session was done already
-    assert list(backend.rotate_key())[-1].messages_rewritten == 0
+    assert progress[-1].messages_visited == 12
+    again = list(backend.rotate_key())[-1]
+    assert again.finished
+    assert again.messages_rewritten == again.records_rewritten == again.scopes_rewritten == 0
     backend.close()
     rotated = open_encrypted(cipher({"k2": KEY_2}))
     after = rotated.search(_everything("deploy"))
@@ -171,9 +187,43 @@ def test_rotate_key_is_resumable_and_reports_progress(open_encrypted: Opener) ->
     session_id = "20260301_000000_00000002"
     assert rotated.get_state([StateScope.session(session_id).id])
     assert rotated.entries()[0].origin is not None
-    sealed = rotated.inner.get_messages(session_id)
-    assert {envelope_key_id(m.extra["hermes_sealed"]) for m in sealed} == {"k2"}
+    assert _sealed_key_ids(rotated) == {"k2"}
     assert rotated.list_sessions(SessionQuery(limit=None)).items[0].preview is not None
+
+
+def test_rotate_key_finds_every_state_scope_itself(open_encrypted: Opener, tmp_path: Path) -> None:
+    """App, user, lane and other scopes are rotated without being named; check() agrees."""
+    backend = open_encrypted()
+    fill(backend, sessions=2, per_session=2)
+    scopes = _state_everywhere(backend)
+    backend.close()
+    backend = open_encrypted(cipher({"k2": KEY_2, "k1": KEY_1}))  # k2 writes, k1 still reads
+    assert any(p.kind == "encryption" and "k2" in p.detail for p in backend.check().problems)
+    last = list(backend.rotate_key())[-1]
+    assert last.finished
+    assert last.scopes_visited == len(scopes) + 2
+    assert backend.check().ok
+    backend.close()
+    rotated = open_encrypted(cipher({"k2": KEY_2}))  # the old key is gone
+    assert rotated.get_state(scopes) == {scope: {"flag": scope, "n": 1} for scope in scopes}
+    assert _sealed_key_ids(rotated) == {"k2"}
+    canaries = rotated.inner.get_state([STORE_SCOPE])[STORE_SCOPE]
+    assert [name for name in canaries if name.startswith("canary:")] == ["canary:k2"]
+
+
+def test_rotate_key_is_unfinished_while_an_old_writer_remains(open_encrypted: Opener) -> None:
+    """A value written under the old key during the run makes the last progress say so."""
+    backend = open_encrypted()
+    fill(backend, sessions=2, per_session=2)
+    old_writer = open_encrypted()
+    rotation = backend.rotate_key(StaticKeys({"k2": KEY_2}))
+    *_, before_verification = [next(rotation) for _ in range(3)]
+    assert before_verification.remaining is None
+    assert not before_verification.finished
+    old_writer.update_state({StateScope.app("late").id: {"x": 1}})  # still under k1
+    last = next(rotation)
+    assert (last.remaining, last.finished) == (1, False)
+    assert list(backend.rotate_key())[-1].finished
 
 
 def test_a_plain_store_converts_through_a_bundle(tmp_path: Path) -> None:
@@ -206,7 +256,7 @@ def test_open_backend_takes_a_cipher(tmp_path: Path) -> None:
             lookup = store.get_or_create(SessionSource(platform="cli", chat_id="1"))
             store.append(lookup.session_id, Message(role="user", content="mkopenmarker1"))
             assert len(store.search("mkopenmarker1")) == 1
-        assert b"mkopenmarker1" not in _stored_bytes(kind, home)
+        assert b"mkopenmarker1" not in stored_bytes(kind, home)
 
 
 def test_store_open_takes_a_cipher(tmp_path: Path) -> None:
@@ -222,7 +272,7 @@ def test_store_open_takes_a_cipher(tmp_path: Path) -> None:
             store.get_or_create(source).session_id, Message(role="user", content="mkstoreopen1")
         )
         assert len(store.search("mkstoreopen1")) == 1
-    assert b"mkstoreopen1" not in _stored_bytes("sqlite", tmp_path / "sync")
+    assert b"mkstoreopen1" not in stored_bytes("sqlite", tmp_path / "sync")
 
     async def scenario() -> None:
         async with await AsyncSessionStore.open(tmp_path / "async", "jsonl", cipher=cipher()) as s:
@@ -231,7 +281,7 @@ def test_store_open_takes_a_cipher(tmp_path: Path) -> None:
             assert len(await s.search("mkstoreopen2")) == 1
 
     asyncio.run(scenario())
-    assert b"mkstoreopen2" not in _stored_bytes("jsonl", tmp_path / "async")
+    assert b"mkstoreopen2" not in stored_bytes("jsonl", tmp_path / "async")
 
 
 @pytest.mark.parametrize(

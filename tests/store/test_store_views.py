@@ -128,6 +128,11 @@ def test_search_needs_a_searching_backend(store):
         def __init__(self, inner: object) -> None:
             self.inner = inner
 
+        def get_state(self, scope_ids: list[str]) -> dict[str, object]:
+            """No state (the store reads it when it opens)."""
+            del scope_ids
+            return {}
+
     blind = attrs.evolve(store, backend=Blind(store.backend))
     with pytest.raises(TypeError, match="cannot search"):
         blind.search("anything")

@@ -10,12 +10,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, cast
 
+from hermes_sessions.cipher import require_plain_store
 from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.paths import default_home
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from hermes_sessions.backends.encrypted import UserKeys
     from hermes_sessions.backends.inmemory import InMemoryBackend
     from hermes_sessions.backends.jsonl import JSONLBackend
     from hermes_sessions.backends.postgres import PostgresBackend
@@ -34,7 +36,12 @@ _MODULES = {
 
 
 def open_backend(
-    kind: str, home: Path | None = None, *, dsn: str | None = None, cipher: Cipher | None = None
+    kind: str,
+    home: Path | None = None,
+    *,
+    dsn: str | None = None,
+    cipher: Cipher | None = None,
+    user_keys: UserKeys | None = None,
 ) -> Backend:
     """Open the backend ``kind`` (``sqlite``, ``jsonl``, ``memory`` or ``postgres``) under ``home``.
 
@@ -43,14 +50,23 @@ def open_backend(
     defaults to :func:`~hermes_sessions.paths.default_home`. ``postgres`` ignores ``home`` and
     connects to ``dsn``, else to ``$HERMES_SESSIONS_DSN`` (extra ``postgres``). With ``cipher``
     the backend is wrapped in an
-    :class:`~hermes_sessions.backends.encrypted.EncryptedBackend` (``docs/privacy.md``).
+    :class:`~hermes_sessions.backends.encrypted.EncryptedBackend` (``docs/privacy.md``), with
+    ``user_keys`` too when given (per-user keys).
+
+    Raises :class:`~hermes_sessions.exceptions.EncryptionMismatchError` (closing what it opened)
+    for an encrypted store without ``cipher``, a plain store with one, or a wrong key.
     """
     backend = _open(kind, home, dsn)
     if cipher is None:
+        try:
+            require_plain_store(backend)
+        except BaseException:
+            backend.close()
+            raise
         return backend
     from hermes_sessions.backends.encrypted import EncryptedBackend  # noqa: PLC0415  # on use
 
-    return EncryptedBackend(cast("SearchableBackend", backend), cipher=cipher)
+    return EncryptedBackend(cast("SearchableBackend", backend), cipher=cipher, user_keys=user_keys)
 
 
 def _open(kind: str, home: Path | None, dsn: str | None) -> Backend:

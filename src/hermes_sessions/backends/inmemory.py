@@ -293,6 +293,11 @@ class InMemoryBackend(ClosesOnExit):
         return self._get_state(scope_ids)
 
     @_locked
+    def state_scopes(self) -> list[str]:
+        """Every scope id that holds a value, sorted."""
+        return sorted(self._state)
+
+    @_locked
     def update_state(
         self,
         changes: Mapping[str, Mapping[str, Any]],

@@ -5,7 +5,9 @@ Every command works on one home directory (``--home``, default
 unless ``--backend`` says; ``--backend postgres`` works on a schema (``--schema``) of the
 database at ``--dsn`` (default ``$HERMES_SESSIONS_DSN``) instead, the memory files staying in the
 home. Read-only commands never create a store. User errors print one line and
-exit with status 2; ``check`` exits with 1 when it finds a problem.
+exit with status 2; ``check`` exits with 1 when it finds a problem. An encrypted store needs its
+keys (``--key-file``, ``$HERMES_SESSIONS_KEY_FILE``, or ``$HERMES_SESSIONS_KEYS`` with
+``$HERMES_SESSIONS_TOKEN_KEY``: ``docs/cli.md``); without them every command refuses it.
 """
 
 from __future__ import annotations
@@ -78,6 +80,18 @@ def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per 
     )
     parser.add_argument(
         "--schema", help="postgres: the schema holding the store (default: hermes_sessions)"
+    )
+    parser.add_argument(
+        "--key-file",
+        type=Path,
+        help="an encrypted store's keys (default: $HERMES_SESSIONS_KEY_FILE, else "
+        "$HERMES_SESSIONS_KEYS and $HERMES_SESSIONS_TOKEN_KEY; docs/cli.md)",
+    )
+    parser.add_argument(
+        "--user-keys",
+        type=Path,
+        help="the per-user key directory of an encrypted store that has one "
+        "(default: $HERMES_SESSIONS_USER_KEYS)",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
@@ -233,13 +247,22 @@ def _invocation(argv0: str) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     from hermes_sessions.cli import _read  # noqa: PLC0415
-    from hermes_sessions.cli._home import open_store  # noqa: PLC0415
+    from hermes_sessions.cli._home import (  # noqa: PLC0415
+        detect_backend,
+        load_cipher,
+        load_user_keys,
+        open_store,
+    )
     from hermes_sessions.cli._manage import cmd_memory  # noqa: PLC0415
     from hermes_sessions.cli._output import UsageError  # noqa: PLC0415
     from hermes_sessions.exceptions import CorruptRecordError  # noqa: PLC0415
     from hermes_sessions.paths import default_home  # noqa: PLC0415
 
     args.home = args.home if args.home is not None else default_home()
+    args.cipher = load_cipher(args.key_file)
+    args.user_keys = load_user_keys(args.user_keys, args.cipher)
+    if args.command == "memory" and args.cipher is None and detect_backend(args.home):
+        open_store(args.home, args.backend, create=False).close()  # refuses an encrypted one
     if args.command == "mcp":
         from hermes_sessions.cli._mcp import cmd_mcp  # noqa: PLC0415
 
@@ -256,7 +279,13 @@ def _run(args: argparse.Namespace) -> int:
             warnings.filterwarnings("ignore", "the search index of", RuntimeWarning)
         try:
             store = open_store(
-                args.home, args.backend, create=not read_only, dsn=args.dsn, schema=args.schema
+                args.home,
+                args.backend,
+                create=not read_only,
+                dsn=args.dsn,
+                schema=args.schema,
+                cipher=args.cipher,
+                user_keys=args.user_keys,
             )
         except CorruptRecordError as error:
             if args.command != "check":

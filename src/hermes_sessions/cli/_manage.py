@@ -121,6 +121,8 @@ def cmd_erase_user(store: SessionStore, args: argparse.Namespace, out: TextIO) -
     )
     if report.unmatched:
         text += f"; no data for {', '.join(report.unmatched)}"
+    if report.keys_destroyed:
+        text += f"; destroyed {report.keys_destroyed} per-user key(s)"
     if report.dry_run:
         text += "; run again with --yes to erase"
     elif not report.scrubbed:
@@ -135,6 +137,7 @@ def cmd_erase_user(store: SessionStore, args: argparse.Namespace, out: TextIO) -
         "cleared": list(report.cleared),
         "unmatched": list(report.unmatched),
         "scrubbed": report.scrubbed,
+        "keys_destroyed": report.keys_destroyed,
     }
     return _done(args, out, value, text)
 

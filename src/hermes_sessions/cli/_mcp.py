@@ -50,7 +50,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         requester = parse_requester(text)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    with open_store(args.home, args.backend, create=False) as store:
+    with open_store(
+        args.home, args.backend, create=False, cipher=args.cipher, user_keys=args.user_keys
+    ) as store:
         memory = None if args.no_memory else memory_store(args.home)
         server = build_server(store, requester, memory=memory, current_key=args.key)
         anyio.run(serve_stdio, server)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Final
 from hermes_sessions.cli._output import UsageError
 
 if TYPE_CHECKING:
+    from hermes_sessions.backends.encrypted import UserKeys
+    from hermes_sessions.cipher import Cipher
     from hermes_sessions.store import SessionStore
 
 __all__ = ["DEFAULT_SCHEMA", "INSTALL_HINT", "open_postgres"]
@@ -76,10 +78,18 @@ def _probe(psycopg: Any, dsn: str, schema: str) -> bool:
     return bool(row and row[0])
 
 
-def open_postgres(dsn: str | None, schema: str | None, *, create: bool) -> SessionStore:
+def open_postgres(
+    dsn: str | None,
+    schema: str | None,
+    *,
+    create: bool,
+    cipher: Cipher | None = None,
+    user_keys: UserKeys | None = None,
+) -> SessionStore:
     """The store in ``schema`` of the database at ``dsn`` (default: ``$HERMES_SESSIONS_DSN``).
 
-    Unless ``create``, a schema without a store is a usage error (nothing is created).
+    Unless ``create``, a schema without a store is a usage error (nothing is created). With
+    ``cipher`` the store is opened encrypted.
     """
     chosen = dsn or os.environ.get(_DSN_VARIABLE) or None
     if chosen is None:
@@ -99,4 +109,13 @@ def open_postgres(dsn: str | None, schema: str | None, *, create: bool) -> Sessi
     from hermes_sessions.backends.postgres import PostgresBackend  # noqa: PLC0415
     from hermes_sessions.store import SessionStore  # noqa: PLC0415
 
-    return SessionStore(PostgresBackend(chosen, schema=name, min_size=1, max_size=_POOL_SIZE))
+    backend = PostgresBackend(chosen, schema=name, min_size=1, max_size=_POOL_SIZE)
+    if cipher is not None:
+        from hermes_sessions.backends.encrypted import EncryptedBackend  # noqa: PLC0415
+
+        return SessionStore(EncryptedBackend(backend, cipher=cipher, user_keys=user_keys))
+    try:
+        return SessionStore(backend)
+    except BaseException:
+        backend.close()
+        raise

@@ -36,6 +36,7 @@ import attrs
 
 from hermes_sessions import serde
 from hermes_sessions._version import __version__
+from hermes_sessions.cipher import require_plain_store
 from hermes_sessions.exceptions import InvalidSourceError, MemoryRefusedError
 from hermes_sessions.files import PRIVATE_FILE
 from hermes_sessions.interop._bundle_lines import (
@@ -67,7 +68,10 @@ __all__ = ["BUNDLE_FORMAT", "BUNDLE_VERSION", "export_bundle", "import_bundle"]
 
 
 def _backend(store: SessionStore | Backend) -> Backend:
-    return store.backend if isinstance(store, SessionStore) else store
+    """The backend of ``store``; an encrypted store read without its cipher is refused."""
+    backend = store.backend if isinstance(store, SessionStore) else store
+    require_plain_store(backend)  # nothing in the clear into it, no ciphertext out of it
+    return backend
 
 
 def _dumps(value: Any) -> str:
@@ -234,6 +238,7 @@ def import_bundle(
     Raises:
         InvalidSourceError: the file is not a bundle, or is damaged (``line`` names the line).
         IncompatibleStoreError: the bundle is of a newer version than this library reads.
+        EncryptionMismatchError: ``store`` is an encrypted store opened without its cipher.
 
     .. versionadded:: 0.1.0
     """

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from hermes_sessions.cipher import require_plain_store
 from hermes_sessions.exceptions import (
     ConflictError,
     InvalidSourceError,
@@ -77,10 +78,13 @@ def import_hermes(
             database is not one the importer reads safely: linked from outside the profile, or
             ``sessions`` / ``messages`` a view, a virtual table, with generated columns or
             without a column the importer needs (``docs/migrating-from-hermes.md``).
+        EncryptionMismatchError: ``store`` is an encrypted store opened without its cipher
+            (an encrypted one opened with it gets every value sealed).
 
     .. versionadded:: 0.1.0
     """
     backend = store.backend if isinstance(store, SessionStore) else store
+    require_plain_store(backend)
     profile = read_profile(
         Path(home), zone=resolve_zone(timezone), max_message_chars=max_message_chars
     )

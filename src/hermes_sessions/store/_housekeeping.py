@@ -14,7 +14,7 @@ from hermes_sessions.clock import require_aware
 from hermes_sessions.exceptions import ConflictError, InvalidArgumentError, LockTimeoutError
 from hermes_sessions.keys import parse_session_key
 from hermes_sessions.models import SessionEntry, SessionRecord, SessionSource
-from hermes_sessions.protocols import SupportsScrub
+from hermes_sessions.protocols import SupportsScrub, SupportsUserKeys
 from hermes_sessions.queries import SessionQuery
 from hermes_sessions.state import DELETE, StateScope
 from hermes_sessions.store._retention import RetentionPolicy, busy_keys, enforce
@@ -71,6 +71,8 @@ class EraseReport:
     """Whether the files were scrubbed too (see ``scrub_hint`` when not)."""
     scrub_hint: str | None = None
     """What to do to finish when ``scrubbed`` is false."""
+    keys_destroyed: int = 0
+    """Per-user keys destroyed (an encrypted store with ``user_keys=``, ``docs/privacy.md``)."""
 
 
 def prune(
@@ -155,6 +157,9 @@ def erase_user(  # noqa: C901, PLR0912  # one walk decides and (unless dry_run) 
     scopes = [StateScope.user(app_id, platform, i).id for i in user_ids]
     state = _empty_scopes(backend, scopes + [StateScope.lane(k).id for k in removed_keys], dry_run)
     matched.update(i for i, scope in zip(user_ids, scopes, strict=True) if scope in state)
+    destroyed = 0
+    if not dry_run and isinstance(backend, SupportsUserKeys):
+        destroyed = backend.destroy_user_keys(platform, user_ids)  # what they sealed is gone
     scrubbed, hint = (False, "a dry run changes nothing") if dry_run else _scrub(backend)
     return EraseReport(
         dry_run=dry_run,
@@ -168,6 +173,7 @@ def erase_user(  # noqa: C901, PLR0912  # one walk decides and (unless dry_run) 
         state=state,
         scrubbed=scrubbed,
         scrub_hint=hint,
+        keys_destroyed=destroyed,
     )
 
 

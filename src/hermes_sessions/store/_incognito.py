@@ -23,7 +23,13 @@ import attrs
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import IncognitoLaneError, InvalidArgumentError
 from hermes_sessions.models import SessionSource
-from hermes_sessions.protocols import Backend, SupportsCheck, SupportsReindex, SupportsScrub
+from hermes_sessions.protocols import (
+    Backend,
+    SupportsCheck,
+    SupportsReindex,
+    SupportsScrub,
+    SupportsUserKeys,
+)
 from hermes_sessions.queries import SessionPage, encode_cursor
 from hermes_sessions.state import StateScope
 
@@ -471,10 +477,22 @@ class _Reindexes:
         return index.reindex(progress=progress, batch_size=batch_size)
 
 
+class _DestroysUserKeys:
+    """``SupportsUserKeys`` of the persistent side (incognito lanes seal nothing)."""
+
+    __slots__ = ()
+    persistent: Backend
+
+    def destroy_user_keys(self, platform: str, user_ids: Sequence[str]) -> int:
+        """Destroy the users' keys on the persistent backend."""
+        return cast("SupportsUserKeys", self.persistent).destroy_user_keys(platform, user_ids)
+
+
 _ABILITIES: tuple[tuple[type, type], ...] = (
     (SupportsCheck, _Checks),
     (SupportsScrub, _Scrubs),
     (SupportsReindex, _Reindexes),
+    (SupportsUserKeys, _DestroysUserKeys),
 )
 
 

@@ -1,12 +1,11 @@
 """SessionStore: the session lifecycle on top of any backend.
 
-The store turns an inbound message's :class:`~hermes_sessions.models.SessionSource` into a key,
-evaluates the reset policy lazily (once, in :meth:`SessionStore.get_or_create`), and performs every
-change of a key's session — automatic resets, ``/new``, resume, branch, compression — as one
-:class:`~hermes_sessions.protocols.RotationPlan` that the backend applies atomically. Races between
-threads, processes or hosts surface as :class:`~hermes_sessions.exceptions.ConflictError` inside
-the store, which re-reads and decides again; callers see one session per key. The methods
-delegate to the private modules of this package, one per concern; time comes from ``clock``.
+The store turns an inbound message's source into a key, evaluates the reset policy lazily (once,
+in :meth:`SessionStore.get_or_create`), and performs every change of a key's session (resets,
+``/new``, resume, branch, compression) as one ``RotationPlan`` the backend applies atomically.
+Races between threads, processes or hosts surface as ``ConflictError`` inside the store, which
+re-reads and decides again; callers see one session per key. The methods delegate to the
+private modules of this package, one per concern; time comes from ``clock``.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Literal, Unpack
 
 import attrs
 
+from hermes_sessions.cipher import require_plain_store
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
@@ -110,6 +110,7 @@ class SessionStore(ClosesOnExit):
     _rotate_callbacks: list[Callable[[RotateEvent], None]] = attrs.field(factory=list, init=False)
 
     def __attrs_post_init__(self) -> None:
+        require_plain_store(self.backend)  # an encrypted store needs its cipher
         if self.incognito is not None and not isinstance(self.backend, IncognitoRouter):
             self.backend = IncognitoRouter.over(self.backend, self.incognito)
 
@@ -160,12 +161,10 @@ class SessionStore(ClosesOnExit):
                 except Exception:
                     logger.exception("on_rotate callback %r failed for %s", callback, event)
 
-    def _rotate_one(
-        self, plan: RotationPlan, old_session_id: str | None, reason: RotateReason
-    ) -> SessionEntry:
+    def _rotate_one(self, plan: RotationPlan, old: str | None, why: RotateReason) -> SessionEntry:
         """Apply a plan writing one entry; ``ConflictError`` if another writer got there first."""
         written = self.backend.apply(plan)
-        self._notify(_rotations.events(written, old_session_id, reason))
+        self._notify(_rotations.events(written, old, why))
         return written[0]
 
     # -- the per-message entry point ---------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from hermes_sessions.exceptions import ConflictError, SessionNotFoundError, StateTooLargeError
-from hermes_sessions.protocols import Backend, RotationPlan
+from hermes_sessions.protocols import Backend, RotationPlan, SupportsStateScopes
 from hermes_sessions.state import DELETE, MAX_STATE_BYTES, StateScope
 from hermes_sessions.testing._support import T0, ContractBase, record, run_workers, say, seed
 from hermes_sessions.usage import Usage
@@ -47,6 +47,16 @@ class StateContract(ContractBase):
         """A scope nobody wrote is absent from the result (not an empty dict)."""
         assert backend.get_state([APP, LANE]) == {}
         assert backend.get_state([]) == {}
+
+    def test_state_scopes_lists_every_scope_with_a_value(self, backend: Backend) -> None:
+        """Optional ``state_scopes()`` lists every scope holding a value, sorted (none emptied)."""
+        if not isinstance(backend, SupportsStateScopes):
+            pytest.skip("the backend does not implement SupportsStateScopes")
+        assert backend.state_scopes() == []
+        backend.update_state({LANE: {"a": 1}, APP: {"b": 2}, USER: {"c": 3}, "x|%7C y": {"d": 4}})
+        assert backend.state_scopes() == sorted([LANE, APP, USER, "x|%7C y"])
+        backend.update_state({USER: {"c": DELETE}})
+        assert backend.state_scopes() == sorted([LANE, APP, "x|%7C y"])
 
     def test_a_delta_sets_keys_and_delete_removes_them(self, backend: Backend) -> None:
         """Top-level keys are set; DELETE removes one; an emptied scope is absent."""

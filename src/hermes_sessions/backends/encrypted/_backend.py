@@ -6,10 +6,12 @@ from typing import TYPE_CHECKING, Any, Self, cast
 
 import attrs
 
-from hermes_sessions.backends.encrypted._codec import Codec
-from hermes_sessions.backends.encrypted._rotate import RotationProgress, rotate_key
+from hermes_sessions.backends.encrypted._check import encryption_problems
+from hermes_sessions.backends.encrypted._codec import RESERVED_SCOPES, Codec
+from hermes_sessions.backends.encrypted._marker import StoreMarker, open_marker
+from hermes_sessions.backends.encrypted._rotate import RotationProgress, reseal_away, rotate_key
 from hermes_sessions.backends.encrypted._search import encrypted_search
-from hermes_sessions.backends.rules import check_message_sizes
+from hermes_sessions.backends.rules import check_message_sizes, session_scope
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import InvalidValueError
 from hermes_sessions.options import DEFAULT_MAX_MESSAGE_BYTES
@@ -23,11 +25,14 @@ from hermes_sessions.protocols import (
 )
 from hermes_sessions.queries import SessionPage, SessionSummary, make_preview
 from hermes_sessions.results import AppendResult
+from hermes_sessions.state import DELETE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from datetime import datetime, timedelta
 
+    from hermes_sessions.backends.encrypted._codec import Owner, SessionOwner
+    from hermes_sessions.backends.encrypted._userkeys import UserKeys
     from hermes_sessions.checks import CheckReport
     from hermes_sessions.cipher import Cipher, KeyProvider
     from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["EncryptedBackend"]
 
 _PREVIEW_PAGE = 8
+_USER_SCOPE_PARTS = 3  # app, platform, user id
 _PREVIEW_CACHE = 4096
 
 
@@ -51,10 +57,22 @@ class EncryptedBackend(ClosesOnExit):
     (``docs/privacy.md`` has the costs). The optional protocols of ``inner`` (``scrub``,
     ``reindex``, ``check``) are offered when ``inner`` has them.
 
+    Opening checks the store's record of itself (``_marker``): an empty store is created
+    encrypted; a store with plain data, a key that does not open its id's canary or a wrong
+    token key raise :class:`~hermes_sessions.exceptions.EncryptionMismatchError` at once, and
+    ``inner`` is closed. With ``user_keys`` (:class:`UserKeys`), each user's own content is
+    sealed under a key of their own that ``erase_user`` destroys (``docs/privacy.md``).
+
     .. versionadded:: 0.1.0
     """
 
-    def __new__(cls, inner: SearchableBackend, *, cipher: Cipher) -> Self:  # noqa: ARG004  # __init__'s
+    def __new__(
+        cls,
+        inner: SearchableBackend,
+        *,
+        cipher: Cipher,  # noqa: ARG004  # __init__'s
+        user_keys: UserKeys | None = None,  # noqa: ARG004  # __init__'s
+    ) -> Self:
         """Pick the class that offers exactly ``inner``'s optional protocols."""
         if cls is not EncryptedBackend:
             return super().__new__(cls)
@@ -68,14 +86,48 @@ class EncryptedBackend(ClosesOnExit):
         }[scrub, reindex]
         return cast("Self", super().__new__(chosen))
 
-    def __init__(self, inner: SearchableBackend, *, cipher: Cipher) -> None:
+    def __init__(
+        self, inner: SearchableBackend, *, cipher: Cipher, user_keys: UserKeys | None = None
+    ) -> None:
         if not isinstance(inner, SearchableBackend):
             raise InvalidValueError(
                 "EncryptedBackend(inner)", "must be a searchable backend (SQLite, JSONL, ...)"
             )
+        try:
+            marker = open_marker(inner, cipher, user_keys=user_keys is not None)
+        except BaseException:
+            inner.close()
+            raise
+        self._setup(inner, cipher, marker, user_keys)
+
+    @classmethod
+    def _over_marker(
+        cls,
+        inner: SearchableBackend,
+        cipher: Cipher,
+        marker: StoreMarker,
+        user_keys: UserKeys | None = None,
+    ) -> EncryptedBackend:
+        """A wrapper on a store whose marker ``encrypt_store`` has already checked."""
+        backend = cls.__new__(cls, inner, cipher=cipher)
+        backend._setup(inner, cipher, marker, user_keys)  # noqa: SLF001  # the class's own
+        return backend
+
+    def _setup(
+        self,
+        inner: SearchableBackend,
+        cipher: Cipher,
+        marker: StoreMarker,
+        user_keys: UserKeys | None = None,
+    ) -> None:
         self.inner = inner
         self.cipher = cipher
-        self.codec = Codec(cipher)
+        self.store_id = marker.store_id
+        self.user_keys = user_keys
+        if user_keys is not None:
+            user_keys.bind(cipher, marker.store_id)
+        self.codec = Codec(cipher, marker.store_id, user_keys)
+        self._owners: dict[str, SessionOwner] = {}
         limit = getattr(inner, "max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES)
         self.max_message_bytes: int | None = limit
         self._previews: dict[tuple[str, int, int, datetime], str | None] = {}
@@ -121,6 +173,7 @@ class EncryptedBackend(ClosesOnExit):
 
     def create_session(self, record: SessionRecord) -> SessionRecord:
         """Store a new session, encrypted."""
+        self._owners.pop(record.id, None)
         return self.codec.open_record(self.inner.create_session(self.codec.seal_record(record)))
 
     def get_session(self, session_id: str) -> SessionRecord | None:
@@ -138,9 +191,10 @@ class EncryptedBackend(ClosesOnExit):
         sealed = None
         if values is not None:
             current = None
-            if "title" in values or "metadata" in values:
+            if "title" in values or "metadata" in values or self.user_keys is not None:
                 current = self.inner.get_session(session_id)
-            sealed = self.codec.seal_values(values, current)
+            self._owners.pop(session_id, None)
+            sealed = self.codec.seal_values(session_id, values, current)
         record = self.inner.update_session(session_id, values=sealed, increments=increments)
         return self.codec.open_record(record)
 
@@ -194,19 +248,58 @@ class EncryptedBackend(ClosesOnExit):
             batch = self.inner.get_messages(session_id, after_id=after, limit=_PREVIEW_PAGE)
             for message in batch:
                 if message.role == "user":
-                    return make_preview(self.codec.open_message(message).content)
+                    return make_preview(self.codec.open_message(message, session_id).content)
             if len(batch) < _PREVIEW_PAGE:
                 return None
             after = batch[-1].id
 
     # -- messages ----------------------------------------------------------------------------------
 
-    def _seal_messages(self, messages: Sequence[Message]) -> list[Message]:
+    def _seal_messages(self, messages: Sequence[Message], session_id: str) -> list[Message]:
         check_message_sizes(messages, self.max_message_bytes)
-        return [self.codec.seal_message(message) for message in messages]
+        owner = self.session_owner(session_id)
+        return [self.codec.seal_message(message, session_id, owner) for message in messages]
 
-    def _open_messages(self, messages: Sequence[Message]) -> list[Message]:
-        return [self.codec.open_message(message) for message in messages]
+    def _seal_created(self, record: SessionRecord, messages: Sequence[Message]) -> list[Message]:
+        self._owners[record.id] = (record.source, record.user_id)
+        return self._seal_messages(messages, record.id)
+
+    def session_owner(self, session_id: str) -> SessionOwner:
+        """The ``(platform, user id)`` of a session, when per-user keys are on (else ``None``)."""
+        if self.user_keys is None:
+            return None
+        if session_id not in self._owners:
+            record = self.inner.get_session(session_id)
+            self._owners[session_id] = None if record is None else (record.source, record.user_id)
+        return self._owners[session_id]
+
+    def scope_owner(self, scope_id: str) -> Owner:
+        """Whose key seals a state scope: a user scope's user, a session scope's user."""
+        kind, _, rest = scope_id.partition("|")
+        if kind == "user":
+            parts = [part.replace("%7C", "|").replace("%25", "%") for part in rest.split("|")]
+            return (parts[1], parts[2]) if len(parts) == _USER_SCOPE_PARTS else None
+        if kind == "session":
+            owner = self.session_owner(rest)
+            return None if owner is None or owner[1] is None else (owner[0], owner[1])
+        return None
+
+    def destroy_user_keys(self, platform: str, user_ids: Sequence[str]) -> int:
+        """Destroy these users' keys; what they sealed and survives is sealed anew first.
+
+        Called by ``SessionStore.erase_user`` after it deleted the users' data: a value still
+        under one of the keys (a kept session's record, a message without sender in it) is
+        re-sealed under the data key, then the keys are destroyed. Returns how many existed.
+        """
+        keys = self.user_keys
+        if keys is None:
+            return 0
+        self._owners.clear()
+        reseal_away(self, {keys.key_id(platform, user_id) for user_id in user_ids})
+        return sum(keys.destroy(platform, user_id) for user_id in user_ids)
+
+    def _open_messages(self, messages: Sequence[Message], session_id: str) -> list[Message]:
+        return [self.codec.open_message(message, session_id) for message in messages]
 
     def append_messages(
         self,
@@ -221,16 +314,16 @@ class EncryptedBackend(ClosesOnExit):
         """Append messages, encrypted, with activity, usage and state in the same write."""
         result = self.inner.append_messages(
             session_id,
-            self._seal_messages(messages),
+            self._seal_messages(messages, session_id),
             touch_at=touch_at,
             usage=usage,
-            state=self.codec.seal_changes(state),
+            state=self.codec.seal_changes(state, self.scope_owner),
             if_revision=if_revision,
         )
         return AppendResult(
-            self._open_messages(result.messages),
+            self._open_messages(result.messages, session_id),
             duplicate=result.duplicate,
-            existing=self._open_messages(result.existing),
+            existing=self._open_messages(result.existing, session_id),
             revision=result.revision,
         )
 
@@ -253,23 +346,23 @@ class EncryptedBackend(ClosesOnExit):
             include_inactive=include_inactive,
             from_end=from_end,
         )
-        return self._open_messages(stored)
+        return self._open_messages(stored, session_id)
 
     def get_message(self, session_id: str, message_id: int) -> Message | None:
         """One message, decrypted."""
         message = self.inner.get_message(session_id, message_id)
-        return None if message is None else self.codec.open_message(message)
+        return None if message is None else self.codec.open_message(message, session_id)
 
     def find_message(self, session_id: str, platform_message_id: str) -> Message | None:
         """The message with this platform id (looked up by its keyed hash)."""
         blinded = self.codec.platform_id(platform_message_id)
         assert blinded is not None  # noqa: S101  # a str in, a hash out
         message = self.inner.find_message(session_id, blinded)
-        return None if message is None else self.codec.open_message(message)
+        return None if message is None else self.codec.open_message(message, session_id)
 
     def replace_message(self, session_id: str, message_id: int, message: Message) -> Message:
         """Replace one message, re-encrypted and re-indexed."""
-        sealed = self._seal_messages([message])[0]
+        sealed = self._seal_messages([message], session_id)[0]
         try:
             stored = self.inner.replace_message(session_id, message_id, sealed)
         except ValueError as error:
@@ -281,12 +374,12 @@ class EncryptedBackend(ClosesOnExit):
                 f"{message.platform_message_id!r} already belongs to another message of session "
                 f"{session_id}; give the edit that message's id or another one",
             ) from None
-        return self.codec.open_message(stored)
+        return self.codec.open_message(stored, session_id)
 
     def replace_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         """Replace the whole transcript."""
-        stored = self.inner.replace_messages(session_id, self._seal_messages(messages))
-        return self._open_messages(stored)
+        stored = self.inner.replace_messages(session_id, self._seal_messages(messages, session_id))
+        return self._open_messages(stored, session_id)
 
     def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:
         """Soft-delete or restore messages."""
@@ -299,8 +392,9 @@ class EncryptedBackend(ClosesOnExit):
     # -- state -------------------------------------------------------------------------------------
 
     def get_state(self, scope_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Scope values, decrypted."""
-        return self.codec.open_state(self.inner.get_state(scope_ids))
+        """Scope values, decrypted (the store's own record of itself is never among them)."""
+        wanted = [scope for scope in scope_ids if not scope.startswith(RESERVED_SCOPES)]
+        return self.codec.open_state(self.inner.get_state(wanted))
 
     def update_state(
         self,
@@ -310,7 +404,7 @@ class EncryptedBackend(ClosesOnExit):
         if_revision: int | None = None,
     ) -> SessionRecord | None:
         """Merge state changes, each value encrypted."""
-        sealed = self.codec.seal_changes(changes)
+        sealed = self.codec.seal_changes(changes, self.scope_owner)
         assert sealed is not None  # noqa: S101  # changes is a mapping
         record = self.inner.update_state(sealed, session_id=session_id, if_revision=if_revision)
         return self._open_record(record)
@@ -322,11 +416,34 @@ class EncryptedBackend(ClosesOnExit):
         return self.inner.capabilities()
 
     def apply(self, plan: RotationPlan) -> list[SessionEntry]:
-        """Commit a rotation plan, its records, messages and entries encrypted."""
+        """Commit a rotation plan, its records, messages and entries sealed for their place.
+
+        A copy (``copy_messages_from``, ``copy_state_from``) is read, opened and sealed anew
+        for the created session, so it never carries the parent's envelopes: the copied
+        transcript is read just before the write, and the copied state is written just before
+        it (a plan that then fails removes it again).
+        """
+        create = plan.create
+        messages = list(plan.messages)
+        copy_messages, copy_state = plan.copy_messages_from, plan.copy_state_from
+        if (
+            create is not None
+            and copy_messages is not None
+            and self.inner.get_session(copy_messages)
+        ):
+            copied = self.get_messages(copy_messages)
+            messages = [attrs.evolve(m, id=None, session_id=None) for m in copied] + messages
+            copy_messages = None
+        written: dict[str, Any] = {}
+        if create is not None and copy_state is not None and self.inner.get_session(copy_state):
+            written = self.get_state([session_scope(copy_state)]).get(session_scope(copy_state), {})
+            if written:
+                self.update_state({session_scope(create.id): written})
+            copy_state = None
         sealed = attrs.evolve(
             plan,
-            create=None if plan.create is None else self.codec.seal_record(plan.create),
-            messages=self._seal_messages(plan.messages),
+            create=None if create is None else self.codec.seal_record(create),
+            messages=[] if create is None else self._seal_created(create, messages),
             entries=[
                 EntryWrite(
                     entry=self.codec.seal_entry(write.entry),
@@ -334,8 +451,16 @@ class EncryptedBackend(ClosesOnExit):
                 )
                 for write in plan.entries
             ],
+            copy_messages_from=copy_messages,
+            copy_state_from=copy_state,
         )
-        return [self.codec.open_entry(entry) for entry in self.inner.apply(sealed)]
+        try:
+            stored = self.inner.apply(sealed)
+        except BaseException:
+            if written and create is not None:
+                self.update_state({session_scope(create.id): dict.fromkeys(written, DELETE)})
+            raise
+        return [self.codec.open_entry(entry) for entry in stored]
 
     def acquire_lease(self, resource: str, holder: str, *, ttl: timedelta, now: datetime) -> bool:
         """Take or renew a lease."""
@@ -354,19 +479,24 @@ class EncryptedBackend(ClosesOnExit):
         return encrypted_search(self, query)
 
     def check(self) -> CheckReport:
-        """``inner``'s check of the stored (sealed) data."""
+        """``inner``'s check of the stored data, then the encryption's.
+
+        Every value must be sealed (none in the clear), under the current key (else
+        ``rotate_key()`` has not finished) and open where it is stored (a value copied from
+        another place does not): each one that is not is an ``encryption`` problem.
+        """
         if not isinstance(self.inner, SupportsCheck):
             raise NotImplementedError(f"{self.inner!r} has no check()")
-        return self.inner.check()
+        report = self.inner.check()
+        found = encryption_problems(self)
+        return attrs.evolve(report, problems=(*report.problems, *found)) if found else report
 
-    def rotate_key(
-        self, new: KeyProvider | None = None, *, scopes: Sequence[str] = ()
-    ) -> Iterator[RotationProgress]:
+    def rotate_key(self, new: KeyProvider | None = None) -> Iterator[RotationProgress]:
         """Re-encrypt everything not under the current key (``new``'s, if given); yield progress.
 
         See :func:`~hermes_sessions.backends.encrypted.rotate_key`.
         """
-        return rotate_key(self, new, scopes=scopes)
+        return rotate_key(self, new)
 
 
 class _WithScrub(EncryptedBackend):

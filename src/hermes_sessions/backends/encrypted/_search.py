@@ -67,7 +67,8 @@ def encrypted_search(backend: EncryptedBackend, query: SearchQuery) -> list[Sear
         record = records.get(session_id)
         if record is None:
             record = records[session_id] = codec.open_record(hit.session)
-        hits.append(make_hit(codec.open_message(hit.message), record, hit.score, parsed))
+        message = codec.open_message(hit.message, session_id)
+        hits.append(make_hit(message, record, hit.score, parsed))
     return hits
 
 
@@ -84,15 +85,16 @@ def _narrowed_scan(
     codec = backend.codec
     wide = attrs.evolve(query, text=narrowing, limit=None, offset=0, order="rank")
     records: dict[str, SessionRecord] = {}
-    sealed_messages: list[Message] = []
+    sealed_messages: list[tuple[Message, str]] = []
     index = text.SearchIndex()
     for hit in backend.inner.search(wide):
-        if hit.session.id not in records:
-            records[hit.session.id] = codec.open_record(hit.session)
-        index.add(len(sealed_messages), codec.searchable_text(hit.message))
-        sealed_messages.append(hit.message)
+        session_id = hit.session.id
+        if session_id not in records:
+            records[session_id] = codec.open_record(hit.session)
+        index.add(len(sealed_messages), codec.searchable_text(hit.message, session_id))
+        sealed_messages.append((hit.message, session_id))
     scored = index.search(parsed)
-    pairs = [(codec.open_message(sealed_messages[doc]), score) for doc, score in scored]
+    pairs = [(codec.open_message(*sealed_messages[doc]), score) for doc, score in scored]
     return rank_hits(pairs, query, parsed, records.__getitem__)
 
 
@@ -100,7 +102,7 @@ def _scan(backend: EncryptedBackend, query: SearchQuery, parsed: text.Query) -> 
     """Decrypt every message of the sessions the filters accept and match them in memory."""
     codec = backend.codec
     records: dict[str, SessionRecord] = {}
-    sealed_messages: list[Message] = []
+    sealed_messages: list[tuple[Message, str]] = []
     index = text.SearchIndex()
     page = backend.inner.list_sessions(SessionQuery(limit=None))
     for item in page.items:
@@ -113,8 +115,8 @@ def _scan(backend: EncryptedBackend, query: SearchQuery, parsed: text.Query) -> 
             if not query.accepts_message(sealed):  # role, time and flag are in the clear
                 continue
             # Only the searchable fields are needed to index; whole messages are built for hits.
-            index.add(len(sealed_messages), codec.searchable_text(sealed))
-            sealed_messages.append(sealed)
+            index.add(len(sealed_messages), codec.searchable_text(sealed, record.id))
+            sealed_messages.append((sealed, record.id))
     scored = index.search(parsed)
-    pairs = [(codec.open_message(sealed_messages[doc]), score) for doc, score in scored]
+    pairs = [(codec.open_message(*sealed_messages[doc]), score) for doc, score in scored]
     return rank_hits(pairs, query, parsed, records.__getitem__)

@@ -376,6 +376,12 @@ class JSONLBackend(ClosesOnExit):
             return _state.read_state(cache, scope_ids)
 
     @_wrapped
+    def state_scopes(self) -> list[str]:
+        """Every scope id that holds a value, sorted."""
+        with self._engine.reading() as cache:
+            return sorted(cache.scopes)
+
+    @_wrapped
     def update_state(
         self,
         changes: Mapping[str, Mapping[str, Any]],

@@ -448,6 +448,11 @@ class PostgresBackend(Connections, ClosesOnExit):
         return self._run(lambda c: state_sql.get(self, c, scope_ids), write=False)
 
     @guarded
+    def state_scopes(self) -> list[str]:
+        """Every scope id that holds a value, sorted."""
+        return self._run(lambda c: state_sql.scopes(self, c), write=False)
+
+    @guarded
     def update_state(
         self,
         changes: Mapping[str, Mapping[str, Any]],

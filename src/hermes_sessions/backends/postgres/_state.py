@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from hermes_sessions.backends.postgres._rows import dumps, enc
+from hermes_sessions.backends.postgres._rows import dec, dumps, enc
 from hermes_sessions.backends.rules import merged_states, session_scope
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from hermes_sessions.backends.postgres._pool import Connections
 
-__all__ = ["copy", "forget", "get", "merge"]
+__all__ = ["copy", "forget", "get", "merge", "scopes"]
 
 
 def get(
@@ -35,6 +35,12 @@ def get(
         (list(wanted),),
     ).fetchall()
     return {wanted[row[0]]: json.loads(row[1]) for row in rows}
+
+
+def scopes(pool: Connections, connection: psycopg.Connection[Any]) -> list[str]:
+    """Every scope id that holds a value, sorted (as Python sorts them)."""
+    rows = connection.execute(pool.q("SELECT scope FROM {s}.state")).fetchall()
+    return sorted(str(dec(row[0])) for row in rows)
 
 
 def merge(

@@ -411,6 +411,14 @@ class SQLiteBackend(ClosesOnExit):
         return self._read_once(lambda c: state_sql.get(c, scope_ids)) if scope_ids else {}
 
     @guarded
+    def state_scopes(self) -> list[str]:
+        """Every scope id that holds a value, sorted."""
+        rows = self._read_once(
+            lambda c: c.execute("SELECT scope FROM state ORDER BY scope").fetchall()
+        )
+        return [row[0] for row in rows]
+
+    @guarded
     def update_state(
         self,
         changes: Mapping[str, Mapping[str, Any]],
