@@ -22,7 +22,11 @@ import attrs
 from hermes_sessions.cipher import require_plain_store
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.closing import ClosesOnExit
-from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
+from hermes_sessions.exceptions import (
+    InvalidArgumentError,
+    LedgerUnavailableError,
+    SessionNotFoundError,
+)
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.keys import KeyPolicy
 from hermes_sessions.models import (
@@ -48,6 +52,7 @@ from hermes_sessions.store import (
     _titles,
     _views,
 )
+from hermes_sessions.store import _ledger as _ledger_rules
 from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
 from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
 from hermes_sessions.store._retention import RetentionPolicy
@@ -94,6 +99,9 @@ class SessionStore(ClosesOnExit):
         lease_ttl: How long a compression lease lasts.
         retention: The default policy of :meth:`maintain` (``None``: pass one each time).
         incognito: Lanes kept in memory only; ``store.backend`` is then an ``IncognitoRouter``.
+        ledger: Turn on the turn ledger (``store.ledger``, ``docs/ledger.md``): accepted messages,
+            their claims and the replies' send intents are recorded, so a restart loses none and
+            answers none twice. Off by default: a turn is then one commit, as without it.
 
     .. versionadded:: 0.1.0
     """
@@ -107,6 +115,10 @@ class SessionStore(ClosesOnExit):
     lease_ttl: timedelta = attrs.field(default=DEFAULT_LEASE_TTL, kw_only=True)
     retention: RetentionPolicy | None = attrs.field(default=None, kw_only=True)
     incognito: IncognitoPolicy | None = attrs.field(default=None, kw_only=True)
+    ledger_on: bool = attrs.field(
+        default=False, kw_only=True, alias="ledger", validator=attrs.validators.instance_of(bool)
+    )
+    _ledger: _ledger_rules.Ledger | None = attrs.field(default=None, init=False)
     _rotate_callbacks: list[Callable[[RotateEvent], None]] = attrs.field(factory=list, init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -116,6 +128,21 @@ class SessionStore(ClosesOnExit):
 
     def __repr__(self) -> str:
         return f"<SessionStore on {self.backend!r}>"
+
+    @property
+    def ledger(self) -> _ledger_rules.Ledger:
+        """The turn ledger (:class:`~hermes_sessions.store.Ledger`), with ``ledger=True``.
+
+        ``LedgerUnavailableError`` when the store was made without it, or when the backend does
+        not implement :class:`~hermes_sessions.protocols.SupportsLedger`.
+        """
+        if not self.ledger_on:
+            raise LedgerUnavailableError(
+                "the store was opened without it; pass ledger=True to SessionStore (or open)"
+            )
+        if self._ledger is None:
+            self._ledger = _ledger_rules.Ledger(self)
+        return self._ledger
 
     @classmethod
     def open(

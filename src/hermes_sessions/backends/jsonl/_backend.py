@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import attrs
 
 from hermes_sessions import options
-from hermes_sessions.backends.jsonl import _state
+from hermes_sessions.backends.jsonl import _ledger, _state
 from hermes_sessions.backends.jsonl._check import storage_problems
 from hermes_sessions.backends.jsonl._engine import DirectoryEngine
 from hermes_sessions.backends.jsonl._journal import (
@@ -39,6 +39,7 @@ from hermes_sessions.backends.jsonl._session_records import Active, End, Reopen,
 from hermes_sessions.backends.memtables import Transcript, resolve_plan
 from hermes_sessions.backends.rules import (
     apply_update,
+    check_ledger_write,
     check_message_sizes,
     check_title_free,
     check_update,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
     from hermes_sessions.checks import CheckReport
+    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import JSONObject, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -367,6 +369,40 @@ class JSONLBackend(ClosesOnExit):
                 if_revision=if_revision,
             )
 
+    # -- the turn ledger ---------------------------------------------------------------------------
+
+    @_wrapped
+    def ledger_rows(
+        self,
+        kind: LedgerKind,
+        *,
+        ids: Sequence[str] | None = None,
+        status: str | None = None,
+        session_key: str | None = None,
+    ) -> list[LedgerRow]:
+        """The stored rows of ``kind`` passing the filters, by ``(updated_at, id)``."""
+        with self._engine.reading() as state:
+            return _ledger.rows(state, kind, ids, status, session_key)
+
+    @_wrapped
+    def ledger_write(
+        self,
+        session_id: str,
+        rows: Sequence[LedgerRow],
+        *,
+        messages: Sequence[Message] = (),
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
+    ) -> AppendResult:
+        """Append ``messages`` and write ``rows`` as one journal record (versions checked)."""
+        validate_session_id(session_id)
+        check_message_sizes(messages, self.max_message_bytes)
+        check_ledger_write(session_id, rows, len(messages))
+        with self._engine.writing():
+            return _ledger.write(
+                self._engine, session_id, rows, messages, touch_at=touch_at, usage=usage
+            )
+
     # -- state -------------------------------------------------------------------------------------
 
     @_wrapped
@@ -379,7 +415,7 @@ class JSONLBackend(ClosesOnExit):
     def state_scopes(self) -> list[str]:
         """Every scope id that holds a value, sorted."""
         with self._engine.reading() as cache:
-            return sorted(cache.scopes)
+            return sorted(s for s in cache.scopes if not _ledger.is_ledger_scope(s))
 
     @_wrapped
     def update_state(

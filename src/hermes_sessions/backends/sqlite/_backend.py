@@ -20,11 +20,17 @@ import attrs
 
 from hermes_sessions import options
 from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
-from hermes_sessions.backends.rules import check_message_sizes, check_state_target, check_update
+from hermes_sessions.backends.rules import (
+    check_ledger_write,
+    check_message_sizes,
+    check_state_target,
+    check_update,
+)
 from hermes_sessions.backends.sqlite import _batches
 from hermes_sessions.backends.sqlite import _entries as entries_sql
 from hermes_sessions.backends.sqlite import _files as files
 from hermes_sessions.backends.sqlite import _leases as leases_sql
+from hermes_sessions.backends.sqlite import _ledger as ledger_sql
 from hermes_sessions.backends.sqlite import _lookup as lookup_sql
 from hermes_sessions.backends.sqlite import _messages as messages_sql
 from hermes_sessions.backends.sqlite import _plan as plan_sql
@@ -51,6 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
+    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -296,6 +303,7 @@ class SQLiteBackend(ClosesOnExit):
             messages_sql.remove_all(connection, seq, fts=self._fts)
             sessions_sql.delete(connection, seq, session_id)
             state_sql.forget(connection, session_id)
+            ledger_sql.forget(connection, session_id)
             return True
 
         return self._write(work)
@@ -402,6 +410,48 @@ class SQLiteBackend(ClosesOnExit):
     def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Delete messages for good (and their search rows); return how many were deleted."""
         return self._write(lambda c: messages_sql.delete(c, session_id, message_ids, fts=self._fts))
+
+    # -- the turn ledger ---------------------------------------------------------------------------
+
+    @guarded
+    def ledger_rows(
+        self,
+        kind: LedgerKind,
+        *,
+        ids: Sequence[str] | None = None,
+        status: str | None = None,
+        session_key: str | None = None,
+    ) -> list[LedgerRow]:
+        """The stored rows of ``kind`` passing the filters, by ``(updated_at, id)``."""
+        wanted = None if ids is None else list(dict.fromkeys(ids))
+        return self._read(lambda c: ledger_sql.rows(c, kind, wanted, status, session_key))
+
+    @guarded
+    def ledger_write(
+        self,
+        session_id: str,
+        rows: Sequence[LedgerRow],
+        *,
+        messages: Sequence[Message] = (),
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
+    ) -> AppendResult:
+        """Append ``messages`` and write ``rows`` in one transaction (versions checked)."""
+        check_message_sizes(messages, self.max_message_bytes)
+        check_ledger_write(session_id, rows, len(messages))
+
+        def work(connection: sqlite3.Connection) -> AppendResult:
+            stored = messages_sql.append(
+                connection, None, session_id, messages, fts=self._fts, usage=usage
+            )
+            if stored.duplicate:
+                return stored
+            ledger_sql.write(connection, rows, stored)
+            if touch_at is not None:
+                entries_sql.touch_session(connection, session_id, touch_at)
+            return stored
+
+        return self._write(work)
 
     # -- state -------------------------------------------------------------------------------------
 
