@@ -12,21 +12,28 @@ kinds of rows beside the transcript:
   process died between the platform call and the mark, so the host reconciles it.
 
 A backend stores rows as :class:`LedgerRow` values (opaque ``data``, compare-and-swap on
-``version``) through :class:`~hermes_sessions.protocols.SupportsLedger`; the rules of the
-statuses live in the store (``hermes_sessions.store._ledger``), written once.
+``version``) through :class:`SupportsLedger` (also in ``hermes_sessions.protocols``); the
+rules of the statuses live in the store (``hermes_sessions.store._ledger``), written once.
 """
 
 from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
 
 import attrs
 
 from hermes_sessions.clock import require_aware
 from hermes_sessions.exceptions import CorruptRecordError, InvalidArgumentError
 from hermes_sessions.serde import dump_datetime, load_datetime
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from hermes_sessions.models import Message
+    from hermes_sessions.results import AppendResult
+    from hermes_sessions.usage import Usage
 
 __all__ = [
     "INBOUND",
@@ -37,6 +44,7 @@ __all__ = [
     "LedgerRow",
     "Outbound",
     "OutboundStatus",
+    "SupportsLedger",
     "inbound_id",
     "intent_key",
 ]
@@ -86,7 +94,7 @@ def _data(value: Any) -> dict[str, Any]:
 
 @attrs.frozen(kw_only=True)
 class LedgerRow:
-    """One ledger row as a backend stores it (:class:`~hermes_sessions.protocols.SupportsLedger`).
+    """One ledger row as a backend stores it (:class:`SupportsLedger`).
 
     ``kind``, ``id``, ``session_id``, ``session_key``, ``status`` and ``updated_at`` are the
     columns a backend lists by; ``data`` is a JSON object the backend keeps as it is (the
@@ -297,3 +305,53 @@ class Outbound:
             attempts=data.get("attempts", 1),
             version=row.version,
         )
+
+
+@runtime_checkable
+class SupportsLedger(Protocol):
+    """Optional ability: store the turn ledger's rows (``hermes_sessions.ledger``, opt-in).
+
+    A row is a :class:`~hermes_sessions.ledger.LedgerRow`: ``(kind, id)`` names it, ``data`` is
+    an opaque JSON object, ``version`` guards it (compare-and-swap). The store keeps the rules
+    of the statuses; a backend keeps rows, atomically with the messages they speak of. Rows go
+    with their session: ``delete_session`` deletes every row whose ``session_id`` it is. The
+    store checks for it with ``isinstance(backend, SupportsLedger)``.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def ledger_rows(
+        self,
+        kind: LedgerKind,
+        *,
+        ids: Sequence[str] | None = None,
+        status: str | None = None,
+        session_key: str | None = None,
+    ) -> list[LedgerRow]:
+        """Return the stored rows of ``kind`` matching every filter given, by ``(updated_at, id)``.
+
+        ``ids`` keeps the rows of those ids (unknown ids are left out).
+        """
+        ...
+
+    def ledger_write(
+        self,
+        session_id: str,
+        rows: Sequence[LedgerRow],
+        *,
+        messages: Sequence[Message] = (),
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
+    ) -> AppendResult:
+        """Append ``messages`` and write ``rows`` in one transaction; return the append's result.
+
+        The messages go in as ``append_messages`` with ``touch_at`` and ``usage`` appends them.
+        A redelivery is recognised first: then nothing is written (no row either) and the
+        result is ``duplicate``. Then every row's ``version`` must be the stored one (``0``: no
+        row of that kind and id), else :class:`~hermes_sessions.exceptions.LedgerConflictError`
+        and nothing is written. Each row is stored as :meth:`LedgerRow.written` gives it:
+        ``version + 1``, and with ``message_index`` set, ``data["message_id"]`` the id of
+        ``messages[message_index]`` as stored. Every row must belong to ``session_id``
+        (``InvalidArgumentError``); an unknown session raises ``SessionNotFoundError``.
+        """
+        ...

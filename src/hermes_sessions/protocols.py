@@ -9,13 +9,12 @@ A backend is two layers with different lifetimes plus one write that spans both:
 * :class:`StateStore` — JSON state in scopes (:mod:`hermes_sessions.state`), changed alone or
   with an append, and the per-session ``revision`` that every change of a session bumps.
 * :meth:`Backend.apply` — a :class:`RotationPlan` (end sessions, create one, reopen some,
-  re-point keys) committed atomically or not at all. Every rotation goes through it: automatic
-  resets, ``/new``, resume, branch and compression.
+  re-point keys) committed atomically or not at all: every rotation goes through it.
 
 Optional abilities are separate protocols, checked with ``isinstance`` (``SupportsSearch``,
-``SupportsScrub``, ``SupportsReindex`` and the others below; :class:`SearchableBackend` is a
-backend that searches). ``hermes_sessions.testing`` holds the conformance suite that states
-these contracts as tests; ``docs/backends.md`` shows how to write a backend against it.
+``SupportsScrub``, ``SupportsReindex``, the others below, and ``SupportsLedger``, defined in
+:mod:`hermes_sessions.ledger`; :class:`SearchableBackend` is a backend that searches).
+``hermes_sessions.testing`` states these contracts as tests; ``docs/backends.md`` shows how.
 
 Conventions for every method: a missing entry or session is ``None`` for lookups and
 ``SessionNotFoundError`` for writes; every method is thread-safe; after :meth:`Backend.close`
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 import attrs
 
 from hermes_sessions.exceptions import InvalidArgumentError
+from hermes_sessions.ledger import SupportsLedger
 from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from hermes_sessions.checks import CheckReport
-    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
@@ -599,54 +598,3 @@ class SearchableBackend(Backend, SupportsSearch, Protocol):
 
     .. versionadded:: 0.1.0
     """
-
-
-@runtime_checkable
-class SupportsLedger(Protocol):
-    """Optional ability: store the turn ledger's rows (``hermes_sessions.ledger``, opt-in).
-
-    A row is a :class:`~hermes_sessions.ledger.LedgerRow`: ``(kind, id)`` names it, ``data`` is
-    an opaque JSON object, ``version`` guards it (compare-and-swap). The store keeps the rules
-    of the statuses; a backend keeps rows, atomically with the messages they speak of. Rows go
-    with their session: :meth:`TranscriptStore.delete_session` deletes every row whose
-    ``session_id`` it is. The store checks for it with ``isinstance(backend, SupportsLedger)``.
-
-    .. versionadded:: 0.1.0
-    """
-
-    def ledger_rows(
-        self,
-        kind: LedgerKind,
-        *,
-        ids: Sequence[str] | None = None,
-        status: str | None = None,
-        session_key: str | None = None,
-    ) -> list[LedgerRow]:
-        """Return the stored rows of ``kind`` matching every filter given, by ``(updated_at, id)``.
-
-        ``ids`` keeps the rows of those ids (unknown ids are left out).
-        """
-        ...
-
-    def ledger_write(
-        self,
-        session_id: str,
-        rows: Sequence[LedgerRow],
-        *,
-        messages: Sequence[Message] = (),
-        touch_at: datetime | None = None,
-        usage: Usage | None = None,
-    ) -> AppendResult:
-        """Append ``messages`` and write ``rows`` in one transaction; return the append's result.
-
-        The messages go in as :meth:`TranscriptStore.append_messages` with ``touch_at`` and
-        ``usage`` appends them. A redelivery is recognised first: then nothing is written (no
-        row either) and the result is ``duplicate``. Then every row's ``version`` must be the
-        stored one (``0``: no row of that kind and id), else
-        :class:`~hermes_sessions.exceptions.LedgerConflictError` and nothing is written. Each
-        row is stored as :meth:`LedgerRow.written <hermes_sessions.ledger.LedgerRow.written>`
-        gives it: ``version + 1``, and with ``message_index`` set, ``data["message_id"]`` the
-        id of ``messages[message_index]`` as stored. Every row must belong to ``session_id``
-        (``InvalidArgumentError``); an unknown session raises ``SessionNotFoundError``.
-        """
-        ...

@@ -248,3 +248,16 @@ def test_ledger_errors_pickle() -> None:
         copy = pickle.loads(pickle.dumps(error))  # noqa: S301  # our own bytes
         assert str(copy) == str(error)
         assert copy.__dict__ == error.__dict__
+
+
+def test_a_lease_of_zero_has_run_out_at_once(
+    make_backend: Callable[[], Backend], clock: FrozenClock
+) -> None:
+    """``ttl=timedelta(0)`` is a lease already over, not the default two minutes."""
+    with SessionStore(make_backend(), clock=clock, ledger=True) as store:
+        key = store.key_for(DM)
+        zero = timedelta(0)
+        store.ledger.accept(DM, user("hi", platform_message_id="m1"), holder="w1", ttl=zero)
+        taken = store.ledger.claim(key, "m1", holder="w2")
+        assert taken is not None
+        assert taken.holder == "w2"

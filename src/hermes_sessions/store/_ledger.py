@@ -13,7 +13,7 @@ the row again.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 import attrs
 
@@ -22,6 +22,7 @@ from hermes_sessions.exceptions import (
     InvalidArgumentError,
     LedgerConflictError,
     LedgerUnavailableError,
+    SessionNotFoundError,
 )
 from hermes_sessions.ledger import INBOUND, OUTBOUND, Inbound, Outbound, inbound_id, intent_key
 from hermes_sessions.models import Message, stamped
@@ -35,10 +36,13 @@ if TYPE_CHECKING:
     from hermes_sessions.store._session_store import SessionStore
     from hermes_sessions.usage import Usage
 
-__all__ = ["DEFAULT_CLAIM_TTL", "Acceptance", "Answer", "Ledger"]
+__all__ = ["DEFAULT_CLAIM_TTL", "Acceptance", "Answer", "Ledger", "LedgerMode"]
 
 DEFAULT_CLAIM_TTL: Final = timedelta(minutes=2)
-"""How long a claim lasts unless the call names its own ``ttl`` (renew it with ``claim``)."""
+"""How long a claim lasts unless the call names its own ``ttl`` (renew it with ``claim``).
+
+.. versionadded:: 0.1.0
+"""
 
 
 @attrs.frozen(kw_only=True)
@@ -82,6 +86,11 @@ class Answer:
     replies: tuple[Message, ...]
     intents: tuple[Outbound, ...]
     """One per reply, in order, when the answer was to be sent (``send=True``)."""
+
+
+def _lease(ttl: timedelta | None) -> timedelta:
+    """A claim's time to live: ``ttl`` (zero is a lease that has run out already) or the default."""
+    return DEFAULT_CLAIM_TTL if ttl is None else ttl
 
 
 def _capable(store: SessionStore) -> SupportsLedger:
@@ -164,7 +173,7 @@ class Ledger:
             accepted_at=now,
             updated_at=now,
             holder=holder,
-            lease_until=now + (ttl or DEFAULT_CLAIM_TTL),
+            lease_until=now + _lease(ttl),
         )
         row = attrs.evolve(inbound.to_row(), message_index=0)
         try:
@@ -199,7 +208,7 @@ class Ledger:
         if current.holder != holder and current.held(now):
             return None
         claimed = attrs.evolve(
-            current, holder=holder, lease_until=now + (ttl or DEFAULT_CLAIM_TTL), updated_at=now
+            current, holder=holder, lease_until=now + _lease(ttl), updated_at=now
         )
         try:
             self.backend.ledger_write(current.session_id, [claimed.to_row()])
@@ -238,7 +247,7 @@ class Ledger:
         answered = attrs.evolve(
             current, status="answered", holder=None, lease_until=None, updated_at=now
         )
-        lease = now + (ttl or DEFAULT_CLAIM_TTL)
+        lease = now + _lease(ttl)
         intents = [
             Outbound(
                 idempotency_key=intent_key(key, platform_message_id, index),
@@ -321,6 +330,18 @@ class Ledger:
         now = self._now()
         return [i for i in self.intents(key=key, status="pending") if i.unknown_after_send(now)]
 
+    def reply(self, intent: Outbound) -> Message:
+        """The stored reply an intent sends (``SessionNotFoundError`` if it was deleted)."""
+        found = None
+        if intent.message_id is not None:
+            found = self.store.backend.get_message(intent.session_id, intent.message_id)
+        if found is None:
+            raise SessionNotFoundError(
+                session_id=intent.session_id,
+                hint=f"the reply of send intent {intent.idempotency_key!r} is gone with it",
+            )
+        return found
+
     def _change(self, current: Outbound, changed: Outbound) -> Outbound | None:
         try:
             self.backend.ledger_write(current.session_id, [changed.to_row()])
@@ -354,7 +375,7 @@ class Ledger:
             current,
             status="pending",
             holder=holder,
-            lease_until=now + (ttl or DEFAULT_CLAIM_TTL),
+            lease_until=now + _lease(ttl),
             attempts=current.attempts + 1,
             reason=None,
             updated_at=now,
@@ -411,6 +432,27 @@ def _claim_lost(
         current_holder=None if current is None else current.holder,
         status=None if current is None else current.status,
     )
+
+
+class LedgerMode:
+    """What ``ledger=True`` gives :class:`~hermes_sessions.store.SessionStore`: ``store.ledger``."""
+
+    __slots__ = ()
+    ledger_on: bool
+
+    @property
+    def ledger(self) -> Ledger:
+        """The turn ledger (:class:`Ledger`) of a store made with ``ledger=True``.
+
+        Without the turn ledger a turn is one commit, as it always was. ``LedgerUnavailableError``
+        when the store was made without it, or when the backend does not implement
+        :class:`~hermes_sessions.protocols.SupportsLedger`.
+        """
+        if not self.ledger_on:
+            raise LedgerUnavailableError(
+                "the store was opened without it; pass ledger=True to SessionStore (or open)"
+            )
+        return Ledger(cast("SessionStore", self))
 
 
 _ATTEMPTS: Final = 8

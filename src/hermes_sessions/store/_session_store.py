@@ -22,20 +22,10 @@ import attrs
 from hermes_sessions.cipher import require_plain_store
 from hermes_sessions.clock import SystemClock
 from hermes_sessions.closing import ClosesOnExit
-from hermes_sessions.exceptions import (
-    InvalidArgumentError,
-    LedgerUnavailableError,
-    SessionNotFoundError,
-)
+from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.keys import KeyPolicy
-from hermes_sessions.models import (
-    Message,
-    RotateReason,
-    SessionEntry,
-    SessionRecord,
-    stamped,
-)
+from hermes_sessions.models import Message, RotateReason, SessionEntry, SessionRecord, stamped
 from hermes_sessions.policy import ResetPolicies
 from hermes_sessions.protocols import Backend, Clock, RotationPlan
 from hermes_sessions.queries import SearchQuery, SessionQuery
@@ -52,8 +42,8 @@ from hermes_sessions.store import (
     _titles,
     _views,
 )
-from hermes_sessions.store import _ledger as _ledger_rules
 from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
+from hermes_sessions.store._ledger import LedgerMode
 from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
 from hermes_sessions.store._retention import RetentionPolicy
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
@@ -84,7 +74,7 @@ _ARCHIVED, _UNARCHIVED = {"archived": True}, {"archived": False}
 
 
 @attrs.define(eq=False)
-class SessionStore(ClosesOnExit):
+class SessionStore(ClosesOnExit, LedgerMode):
     """The session lifecycle: keys, resets, transcripts, resume, branch, compress, search.
 
     Args:
@@ -99,9 +89,7 @@ class SessionStore(ClosesOnExit):
         lease_ttl: How long a compression lease lasts.
         retention: The default policy of :meth:`maintain` (``None``: pass one each time).
         incognito: Lanes kept in memory only; ``store.backend`` is then an ``IncognitoRouter``.
-        ledger: Turn on the turn ledger (``store.ledger``, ``docs/ledger.md``): accepted messages,
-            their claims and the replies' send intents are recorded, so a restart loses none and
-            answers none twice. Off by default: a turn is then one commit, as without it.
+        ledger: Record turns so restarts lose and repeat none (``store.ledger``, ``ledger.md``).
 
     .. versionadded:: 0.1.0
     """
@@ -115,10 +103,7 @@ class SessionStore(ClosesOnExit):
     lease_ttl: timedelta = attrs.field(default=DEFAULT_LEASE_TTL, kw_only=True)
     retention: RetentionPolicy | None = attrs.field(default=None, kw_only=True)
     incognito: IncognitoPolicy | None = attrs.field(default=None, kw_only=True)
-    ledger_on: bool = attrs.field(
-        default=False, kw_only=True, alias="ledger", validator=attrs.validators.instance_of(bool)
-    )
-    _ledger: _ledger_rules.Ledger | None = attrs.field(default=None, init=False)
+    ledger_on: bool = attrs.field(default=False, kw_only=True, alias="ledger")
     _rotate_callbacks: list[Callable[[RotateEvent], None]] = attrs.field(factory=list, init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -128,21 +113,6 @@ class SessionStore(ClosesOnExit):
 
     def __repr__(self) -> str:
         return f"<SessionStore on {self.backend!r}>"
-
-    @property
-    def ledger(self) -> _ledger_rules.Ledger:
-        """The turn ledger (:class:`~hermes_sessions.store.Ledger`), with ``ledger=True``.
-
-        ``LedgerUnavailableError`` when the store was made without it, or when the backend does
-        not implement :class:`~hermes_sessions.protocols.SupportsLedger`.
-        """
-        if not self.ledger_on:
-            raise LedgerUnavailableError(
-                "the store was opened without it; pass ledger=True to SessionStore (or open)"
-            )
-        if self._ledger is None:
-            self._ledger = _ledger_rules.Ledger(self)
-        return self._ledger
 
     @classmethod
     def open(

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import functools
-import json
 from typing import TYPE_CHECKING, Any, Self, cast
 
 import attrs
 
+from hermes_sessions.backends.encrypted import _ledger
 from hermes_sessions.backends.encrypted._check import encryption_problems
-from hermes_sessions.backends.encrypted._codec import RESERVED_SCOPES, SEALED, Codec
+from hermes_sessions.backends.encrypted._codec import RESERVED_SCOPES, Codec
 from hermes_sessions.backends.encrypted._marker import StoreMarker, open_marker
 from hermes_sessions.backends.encrypted._rotate import RotationProgress, reseal_away, rotate_key
 from hermes_sessions.backends.encrypted._search import encrypted_search
-from hermes_sessions.backends.rules import (
-    check_ledger_write,
-    check_message_sizes,
-    ledger_order,
-    session_scope,
-)
+from hermes_sessions.backends.rules import check_message_sizes, session_scope
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import InvalidValueError
 from hermes_sessions.options import DEFAULT_MAX_MESSAGE_BYTES
@@ -33,7 +28,6 @@ from hermes_sessions.protocols import (
 )
 from hermes_sessions.queries import SessionPage, SessionSummary, make_preview
 from hermes_sessions.results import AppendResult
-from hermes_sessions.serde import compact_json
 from hermes_sessions.state import DELETE
 
 if TYPE_CHECKING:
@@ -44,7 +38,6 @@ if TYPE_CHECKING:
     from hermes_sessions.backends.encrypted._userkeys import UserKeys
     from hermes_sessions.checks import CheckReport
     from hermes_sessions.cipher import Cipher, KeyProvider
-    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import Capabilities, ReindexProgress
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
@@ -527,73 +520,10 @@ class _ReindexMixin(EncryptedBackend):
 
 
 class _LedgerMixin(EncryptedBackend):
-    """The turn ledger, sealed: row ids are keyed hashes, ``data`` (with the id) an envelope.
+    """``SupportsLedger`` of an inner backend that has it, sealed (``_ledger``)."""
 
-    The lane, session id, status and time of a row stay in the clear, as keys, ids and times do
-    everywhere in an encrypted store; what a row says (its platform ids, holder, reason) does
-    not. Messages written with rows are sealed as by ``append_messages``.
-    """
-
-    def _ledger_inner(self) -> SupportsLedger:
-        assert isinstance(self.inner, SupportsLedger)  # noqa: S101  # chosen in __new__
-        return self.inner
-
-    def _ledger_id(self, row_id: str) -> str:
-        return "b:" + self.cipher.blind(row_id, "ledger")
-
-    def _seal_row(self, row: LedgerRow) -> LedgerRow:
-        stored_id = self._ledger_id(row.id)
-        owner = self.scope_owner(session_scope(row.session_id))
-        plain = compact_json({"id": row.id, "data": row.data})
-        envelope = self.codec.seal(plain, "ledger", stored_id, "data", owner)
-        return attrs.evolve(row, id=stored_id, data={SEALED: envelope})
-
-    def _open_row(self, row: LedgerRow) -> LedgerRow:
-        opened = json.loads(self.codec.open(row.data.get(SEALED), "ledger", row.id, "data"))
-        data = opened["data"]
-        if "message_id" in row.data:  # bound by ``inner`` beside the envelope (ids are clear)
-            data["message_id"] = row.data["message_id"]
-        return attrs.evolve(row, id=opened["id"], data=data)
-
-    def ledger_rows(
-        self,
-        kind: LedgerKind,
-        *,
-        ids: Sequence[str] | None = None,
-        status: str | None = None,
-        session_key: str | None = None,
-    ) -> list[LedgerRow]:
-        """``inner``'s rows, opened (looked up by the keyed hashes of ``ids``)."""
-        blinded = None if ids is None else [self._ledger_id(row_id) for row_id in ids]
-        found = self._ledger_inner().ledger_rows(
-            kind, ids=blinded, status=status, session_key=session_key
-        )
-        return ledger_order(self._open_row(row) for row in found)
-
-    def ledger_write(
-        self,
-        session_id: str,
-        rows: Sequence[LedgerRow],
-        *,
-        messages: Sequence[Message] = (),
-        touch_at: datetime | None = None,
-        usage: Usage | None = None,
-    ) -> AppendResult:
-        """``inner``'s ledger write of sealed rows and messages; the messages come back opened."""
-        check_ledger_write(session_id, rows, len(messages))
-        result = self._ledger_inner().ledger_write(
-            session_id,
-            [self._seal_row(row) for row in rows],
-            messages=self._seal_messages(messages, session_id),
-            touch_at=touch_at,
-            usage=usage,
-        )
-        return AppendResult(
-            self._open_messages(result.messages, session_id),
-            duplicate=result.duplicate,
-            existing=self._open_messages(result.existing, session_id),
-            revision=result.revision,
-        )
+    ledger_rows = _ledger.ledger_rows
+    ledger_write = _ledger.ledger_write
 
 
 _ABILITIES: tuple[tuple[type, type[EncryptedBackend]], ...] = (

@@ -39,7 +39,6 @@ from hermes_sessions.backends.jsonl._session_records import Active, End, Reopen,
 from hermes_sessions.backends.memtables import Transcript, resolve_plan
 from hermes_sessions.backends.rules import (
     apply_update,
-    check_ledger_write,
     check_message_sizes,
     check_title_free,
     check_update,
@@ -63,7 +62,6 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
     from hermes_sessions.checks import CheckReport
-    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import JSONObject, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -145,6 +143,8 @@ class JSONLBackend(ClosesOnExit):
     """How many transcripts each process keeps in memory at most (the least recently used are
     dropped and read again when needed); ``None``: every one. Opening reads no session file."""
     _engine: DirectoryEngine = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
+    ledger_rows = _ledger.ledger_rows  # SupportsLedger: the turn ledger
+    ledger_write = _ledger.ledger_write
 
     def __attrs_post_init__(self) -> None:
         self._engine = _wrapped(_open_engine)(self)
@@ -367,40 +367,6 @@ class JSONLBackend(ClosesOnExit):
                 usage=usage,
                 state_changes=state,
                 if_revision=if_revision,
-            )
-
-    # -- the turn ledger ---------------------------------------------------------------------------
-
-    @_wrapped
-    def ledger_rows(
-        self,
-        kind: LedgerKind,
-        *,
-        ids: Sequence[str] | None = None,
-        status: str | None = None,
-        session_key: str | None = None,
-    ) -> list[LedgerRow]:
-        """The stored rows of ``kind`` passing the filters, by ``(updated_at, id)``."""
-        with self._engine.reading() as state:
-            return _ledger.rows(state, kind, ids, status, session_key)
-
-    @_wrapped
-    def ledger_write(
-        self,
-        session_id: str,
-        rows: Sequence[LedgerRow],
-        *,
-        messages: Sequence[Message] = (),
-        touch_at: datetime | None = None,
-        usage: Usage | None = None,
-    ) -> AppendResult:
-        """Append ``messages`` and write ``rows`` as one journal record (versions checked)."""
-        validate_session_id(session_id)
-        check_message_sizes(messages, self.max_message_bytes)
-        check_ledger_write(session_id, rows, len(messages))
-        with self._engine.writing():
-            return _ledger.write(
-                self._engine, session_id, rows, messages, touch_at=touch_at, usage=usage
             )
 
     # -- state -------------------------------------------------------------------------------------

@@ -18,11 +18,14 @@ from hermes_sessions.backends.jsonl._session_records import MessageLine, Update
 from hermes_sessions.backends.jsonl._state import session_file
 from hermes_sessions.backends.rules import (
     check_ledger_versions,
+    check_ledger_write,
+    check_message_sizes,
     ledger_order,
     ledger_row_matches,
     written_ledger_rows,
 )
-from hermes_sessions.exceptions import CorruptRecordError
+from hermes_sessions.exceptions import CorruptRecordError, HermesSessionsError, StorageError
+from hermes_sessions.ids import validate_session_id
 from hermes_sessions.ledger import LedgerRow
 from hermes_sessions.serde import dump_datetime, load_datetime
 
@@ -30,13 +33,23 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from datetime import datetime
 
+    from hermes_sessions.backends.jsonl._backend import JSONLBackend
     from hermes_sessions.backends.jsonl._cache import State
     from hermes_sessions.backends.jsonl._engine import DirectoryEngine
+    from hermes_sessions.ledger import LedgerKind
     from hermes_sessions.models import JSONObject, Message
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
-__all__ = ["PREFIX", "is_ledger_scope", "rows", "rows_of_session", "write"]
+__all__ = [
+    "PREFIX",
+    "is_ledger_scope",
+    "ledger_rows",
+    "ledger_write",
+    "rows_of_session",
+    "select",
+    "store",
+]
 
 PREFIX: Final = "ledger|"
 """The reserved scope-id prefix of ledger rows (no ``StateScope`` kind starts so)."""
@@ -80,7 +93,7 @@ def _row(scope_id: str, value: Mapping[str, Any]) -> LedgerRow:
         raise CorruptRecordError(f"ledger row {scope_id!r}: {error}") from error
 
 
-def rows(
+def select(
     state: State,
     kind: str,
     ids: Sequence[str] | None,
@@ -106,7 +119,7 @@ def rows_of_session(scopes: Mapping[str, JSONObject], session_id: str) -> list[s
     ]
 
 
-def write(
+def store(
     engine: DirectoryEngine,
     session_id: str,
     written: Sequence[LedgerRow],
@@ -144,3 +157,44 @@ def write(
         messages=[stored_transcript.messages[m.id or 0] for m in plan.result],
         revision=stored_transcript.record.revision,
     )
+
+
+def ledger_rows(
+    backend: JSONLBackend,
+    kind: LedgerKind,
+    *,
+    ids: Sequence[str] | None = None,
+    status: str | None = None,
+    session_key: str | None = None,
+) -> list[LedgerRow]:
+    """``JSONLBackend.ledger_rows``: the rows of ``kind`` passing the filters."""
+    try:
+        with backend._engine.reading() as state:  # noqa: SLF001  # the backend's own engine
+            return select(state, kind, ids, status, session_key)
+    except HermesSessionsError:
+        raise
+    except OSError as error:
+        raise StorageError(f"JSONL backend: {error}") from error
+
+
+def ledger_write(
+    backend: JSONLBackend,
+    session_id: str,
+    rows: Sequence[LedgerRow],
+    *,
+    messages: Sequence[Message] = (),
+    touch_at: datetime | None = None,
+    usage: Usage | None = None,
+) -> AppendResult:
+    """``JSONLBackend.ledger_write``: the messages and rows as one journal record."""
+    validate_session_id(session_id)
+    check_message_sizes(messages, backend.max_message_bytes)
+    check_ledger_write(session_id, rows, len(messages))
+    engine = backend._engine  # noqa: SLF001  # the backend's own engine
+    try:
+        with engine.writing():
+            return store(engine, session_id, rows, messages, touch_at=touch_at, usage=usage)
+    except HermesSessionsError:
+        raise
+    except OSError as error:
+        raise StorageError(f"JSONL backend: {error}") from error

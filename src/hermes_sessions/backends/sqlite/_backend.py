@@ -20,12 +20,7 @@ import attrs
 
 from hermes_sessions import options
 from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
-from hermes_sessions.backends.rules import (
-    check_ledger_write,
-    check_message_sizes,
-    check_state_target,
-    check_update,
-)
+from hermes_sessions.backends.rules import check_message_sizes, check_state_target, check_update
 from hermes_sessions.backends.sqlite import _batches
 from hermes_sessions.backends.sqlite import _entries as entries_sql
 from hermes_sessions.backends.sqlite import _files as files
@@ -57,7 +52,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
-    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -121,6 +115,8 @@ class SQLiteBackend(ClosesOnExit):
     # Whether the FTS5 rows are known to hold the current token stream; once true, it stays so.
     _tokens_current: bool = attrs.field(default=True, init=False, on_setattr=attrs.setters.NO_OP)
     write_batch = _batches.write_batch  # SupportsWriteBatches: the async store's write batches
+    ledger_rows = ledger_sql.ledger_rows  # SupportsLedger: the turn ledger
+    ledger_write = ledger_sql.ledger_write
 
     def __attrs_post_init__(self) -> None:
         self._connections = Connections(
@@ -410,48 +406,6 @@ class SQLiteBackend(ClosesOnExit):
     def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Delete messages for good (and their search rows); return how many were deleted."""
         return self._write(lambda c: messages_sql.delete(c, session_id, message_ids, fts=self._fts))
-
-    # -- the turn ledger ---------------------------------------------------------------------------
-
-    @guarded
-    def ledger_rows(
-        self,
-        kind: LedgerKind,
-        *,
-        ids: Sequence[str] | None = None,
-        status: str | None = None,
-        session_key: str | None = None,
-    ) -> list[LedgerRow]:
-        """The stored rows of ``kind`` passing the filters, by ``(updated_at, id)``."""
-        wanted = None if ids is None else list(dict.fromkeys(ids))
-        return self._read(lambda c: ledger_sql.rows(c, kind, wanted, status, session_key))
-
-    @guarded
-    def ledger_write(
-        self,
-        session_id: str,
-        rows: Sequence[LedgerRow],
-        *,
-        messages: Sequence[Message] = (),
-        touch_at: datetime | None = None,
-        usage: Usage | None = None,
-    ) -> AppendResult:
-        """Append ``messages`` and write ``rows`` in one transaction (versions checked)."""
-        check_message_sizes(messages, self.max_message_bytes)
-        check_ledger_write(session_id, rows, len(messages))
-
-        def work(connection: sqlite3.Connection) -> AppendResult:
-            stored = messages_sql.append(
-                connection, None, session_id, messages, fts=self._fts, usage=usage
-            )
-            if stored.duplicate:
-                return stored
-            ledger_sql.write(connection, rows, stored)
-            if touch_at is not None:
-                entries_sql.touch_session(connection, session_id, touch_at)
-            return stored
-
-        return self._write(work)
 
     # -- state -------------------------------------------------------------------------------------
 
