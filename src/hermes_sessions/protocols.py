@@ -131,7 +131,11 @@ class RotationPlan:
     6. every ``(session_id, session_key)`` in ``rekey`` sets that record's ``session_key``;
     7. every ``(session_id, reason)`` in ``end`` is ended at ``at`` (first reason wins) —
        *unless some key still points at it* after steps 3-5: a session shared by several keys
-       ends only when the last one leaves it.
+       ends only when the last one leaves it;
+    8. every session in ``drop`` is deleted, as :meth:`TranscriptStore.delete_session` does —
+       *only if* its revision (before the plan) is still the one given and no key points at it
+       after steps 3-5, both checked in this same transaction (else ``ConflictError``, and
+       nothing of the plan is written).
 
     ``delete`` and ``rekey`` serve :meth:`SessionStore.migrate_keys`; a key is never both
     deleted and written by one plan (``ValueError``).
@@ -168,6 +172,16 @@ class RotationPlan:
     """A session whose session-scope state ``create`` starts with (compression and branch copy
     it; a reset does not). Needs ``create``; the session must exist (else
     ``SessionNotFoundError``)."""
+    drop: tuple[tuple[str, int], ...] = attrs.field(default=(), converter=_tuple)
+    """``(session_id, expected_revision)``: delete the session, its messages, search rows and
+    session state, orphaning its children — the conditional delete of retention. Checked in
+    the plan's transaction: a session whose revision moved on (a message or state change since
+    it was read), or that a key points at after steps 3-5 (a ``/resume`` that got there
+    first), is a ``ConflictError``; an unknown one is ``SessionNotFoundError``. The session's
+    end is not required: the caller decides which sessions may go.
+
+    .. versionadded:: 0.1.0
+    """
     copy_messages_from: str | None = None
     """A session whose transcript ``create`` starts with (branch copies it), before
     ``messages``: its active messages in order, with new ids, read in the plan's transaction so
@@ -183,6 +197,16 @@ class RotationPlan:
         both = sorted(written.intersection(key for key, _ in self.delete))
         if both:
             raise InvalidArgumentError(f"RotationPlan deletes and writes the same keys {both}")
+        dropped = {session_id for session_id, _ in self.drop}
+        kept = set(self.reopen) | {target for _, target in self.repoint}
+        kept |= {write.entry.session_id for write in self.entries}
+        if self.create is not None:
+            kept.add(self.create.id)
+        if dropped & kept:
+            raise InvalidArgumentError(
+                f"RotationPlan drops sessions it creates, reopens or points keys at "
+                f"{sorted(dropped & kept)}"
+            )
 
 
 # -- the two layers --------------------------------------------------------------------------------
@@ -285,7 +309,8 @@ class TranscriptStore(Protocol):
         """Delete a session, its messages and their search rows; orphan its children.
 
         Children keep existing with ``parent_session_id=None``. Returns whether it existed.
-        (The store never deletes a session a key points to.)
+        Unconditional: the store never calls it on a session a key points to, and retention
+        deletes through :attr:`RotationPlan.drop`, which re-checks that in its transaction.
         """
         ...
 

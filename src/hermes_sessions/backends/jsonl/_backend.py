@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
+    from hermes_sessions.backends.jsonl._cache import State
     from hermes_sessions.checks import CheckReport
     from hermes_sessions.models import JSONObject, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
@@ -321,14 +322,18 @@ class JSONLBackend(ClosesOnExit):
         with self._engine.writing() as state:
             if session_id not in state.sessions:
                 return False
-            parent = f'"parent_session_id":"{session_id}"'.encode()
-            children = sorted(
-                cached.record.id
-                for cached in state.sessions.files(containing=parent)
-                if cached.record.parent_session_id == session_id
-            )
-            self._engine.remove(Remove(self._engine.next_tx, session_id, tuple(children)))
+            self._remove(state, session_id)
             return True
+
+    def _remove(self, state: State, session_id: str) -> None:
+        """Delete a session's file and orphan its children (the directory lock is held)."""
+        parent = f'"parent_session_id":"{session_id}"'.encode()
+        children = sorted(
+            cached.record.id
+            for cached in state.sessions.files(containing=parent)
+            if cached.record.parent_session_id == session_id
+        )
+        self._engine.remove(Remove(self._engine.next_tx, session_id, tuple(children)))
 
     @_wrapped
     def list_sessions(self, query: SessionQuery) -> SessionPage:
@@ -510,6 +515,9 @@ class JSONLBackend(ClosesOnExit):
         """Commit ``plan`` atomically: checked, announced in one journal record, written, committed.
 
         A crash part-way is completed from the journal record by the next process to look.
+        ``drop`` is checked with the rest and removed after the plan commits, under the same
+        directory lock, so no other writer sees the state between; a crash between the two
+        leaves the dropped session in place, unreferenced, for the next retention pass.
         """
         check_message_sizes(plan.messages, self.max_message_bytes)
         with self._engine.writing() as state:
@@ -562,8 +570,15 @@ class JSONLBackend(ClosesOnExit):
                 deletes=tuple(resolved.deleted),
                 rekey=plan.rekey,
             )
-            self._engine.apply_plan(record)
+            self._commit(state, record, plan.drop)
             return resolved.written
+
+    def _commit(self, state: State, record: Plan, drop: tuple[tuple[str, int], ...]) -> None:
+        """Apply a checked plan, then remove what it drops, under the lock already held."""
+        if not drop or record != Plan(record.tx, record.at):  # a drop-only plan logs no plan
+            self._engine.apply_plan(record)
+        for session_id, _ in drop:
+            self._remove(state, session_id)
 
     # -- leases ------------------------------------------------------------------------------------
 

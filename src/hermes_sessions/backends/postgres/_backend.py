@@ -288,23 +288,7 @@ class PostgresBackend(Connections, ClosesOnExit):
     @guarded
     def delete_session(self, session_id: str) -> bool:
         """Delete a session, its messages and search rows; orphan its children."""
-
-        def work(connection: psycopg.Connection[Any]) -> bool:
-            cursor = connection.execute(
-                self.q("DELETE FROM {s}.sessions WHERE id = %s"), (session_id,)
-            )
-            if cursor.rowcount == 0:
-                return False
-            state_sql.forget(self, connection, session_id)
-            connection.execute(
-                self.q(
-                    "UPDATE {s}.sessions SET parent_session_id = NULL WHERE parent_session_id = %s"
-                ),
-                (session_id,),
-            )
-            return True
-
-        return self._run(work)
+        return self._run(lambda c: statements.drop_session(self, c, session_id))
 
     @guarded
     def list_sessions(self, query: SessionQuery) -> SessionPage:
