@@ -291,13 +291,11 @@ class PlanContract(ContractBase):
     # -- drop: the conditional delete of retention -------------------------------------------------
 
     def test_drop_deletes_an_unreferenced_session_whole(self, backend: Backend) -> None:
-        """drop deletes the session, its messages and state, and orphans its children."""
+        """A drop deletes the session, its messages and state, and orphans its children."""
         seed(backend, "old", KEY, say("yesterday"))
         scope = StateScope.session("old").id
         backend.update_state({scope: {"a": 1}}, session_id="old")
-        backend.apply(
-            RotationPlan(at=minutes(1), create=record("child", parent_session_id="old"))
-        )
+        backend.apply(RotationPlan(at=minutes(1), create=record("child", parent_session_id="old")))
         backend.apply(rotate(KEY, "old", "new", revision=1))
         old = backend.get_session("old")
         assert old is not None

@@ -30,10 +30,10 @@ from hermes_sessions.backends.jsonl._journal import (
     Plan,
     Put,
     Release,
-    Remove,
     Touch,
 )
 from hermes_sessions.backends.jsonl._listing import summary_page
+from hermes_sessions.backends.jsonl._removal import commit_plan, remove_session
 from hermes_sessions.backends.jsonl._repair import BACKUPS, DroppedLine, RepairReport, repair
 from hermes_sessions.backends.jsonl._session_records import Active, End, Reopen, Update
 from hermes_sessions.backends.memtables import Transcript, resolve_plan
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
-    from hermes_sessions.backends.jsonl._cache import State
     from hermes_sessions.checks import CheckReport
     from hermes_sessions.models import JSONObject, Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
@@ -322,18 +321,8 @@ class JSONLBackend(ClosesOnExit):
         with self._engine.writing() as state:
             if session_id not in state.sessions:
                 return False
-            self._remove(state, session_id)
+            remove_session(self._engine, state, session_id)
             return True
-
-    def _remove(self, state: State, session_id: str) -> None:
-        """Delete a session's file and orphan its children (the directory lock is held)."""
-        parent = f'"parent_session_id":"{session_id}"'.encode()
-        children = sorted(
-            cached.record.id
-            for cached in state.sessions.files(containing=parent)
-            if cached.record.parent_session_id == session_id
-        )
-        self._engine.remove(Remove(self._engine.next_tx, session_id, tuple(children)))
 
     @_wrapped
     def list_sessions(self, query: SessionQuery) -> SessionPage:
@@ -515,9 +504,7 @@ class JSONLBackend(ClosesOnExit):
         """Commit ``plan`` atomically: checked, announced in one journal record, written, committed.
 
         A crash part-way is completed from the journal record by the next process to look.
-        ``drop`` is checked with the rest and removed after the plan commits, under the same
-        directory lock, so no other writer sees the state between; a crash between the two
-        leaves the dropped session in place, unreferenced, for the next retention pass.
+        ``drop`` is checked with the rest and removed right after, under the same lock.
         """
         check_message_sizes(plan.messages, self.max_message_bytes)
         with self._engine.writing() as state:
@@ -570,15 +557,8 @@ class JSONLBackend(ClosesOnExit):
                 deletes=tuple(resolved.deleted),
                 rekey=plan.rekey,
             )
-            self._commit(state, record, plan.drop)
+            commit_plan(self._engine, state, record, plan.drop)
             return resolved.written
-
-    def _commit(self, state: State, record: Plan, drop: tuple[tuple[str, int], ...]) -> None:
-        """Apply a checked plan, then remove what it drops, under the lock already held."""
-        if not drop or record != Plan(record.tx, record.at):  # a drop-only plan logs no plan
-            self._engine.apply_plan(record)
-        for session_id, _ in drop:
-            self._remove(state, session_id)
 
     # -- leases ------------------------------------------------------------------------------------
 
