@@ -582,14 +582,23 @@ class SessionStore(ClosesOnExit):
         """Enforce ``policy`` (default ``self.retention``); ``busy(key)`` marks more active work."""
         return _retention.maintain(self, policy, dry_run=dry_run, busy=busy)
 
-    def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
+    def erase_user(
+        self,
+        platform: str,
+        *user_ids: str,
+        dry_run: bool = False,
+        memory: _housekeeping.MemoryEraser | None = None,
+    ) -> EraseReport:
         """Erase one user of one platform (right to erasure): pass all their ids there.
 
         Their sessions, keys, messages, ids, names and user state go; then the files are scrubbed.
+        With ``memory`` (a ``ScopedMemory``), their memory profiles, the entries they wrote in
+        every scope and the notes of the keys removed go too (``memory_*`` in the report).
         """
-        return _housekeeping.erase_user(
+        report = _housekeeping.erase_user(
             self.backend, platform, user_ids, dry_run=dry_run, app_id=self.keys.namespace
         )
+        return _housekeeping.erase_memory(report, memory, dry_run=dry_run)
 
     migrate_keys = _migration.migrate_keys
     """Move every key to a changed ``KeyPolicy``'s (a dry run): ``docs/key-migration.md``."""
