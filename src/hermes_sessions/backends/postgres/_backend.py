@@ -81,7 +81,8 @@ class PostgresBackend(Connections, ClosesOnExit):
         min_size: Connections the pool keeps open (0: connect on first use).
         max_size: Most connections the pool opens; one is busy only for one call.
         timeout: Seconds a call waits for a free connection before ``StorageError``.
-        connect_timeout: Seconds to wait when connecting to the server.
+        connect_timeout: Seconds to wait when connecting to the server (5 by default); a DSN
+            that cannot work fails the open within this, naming the server's reason.
         lock_timeout: If set, seconds a transaction waits for a row or advisory lock before it
             is retried (``SET LOCAL lock_timeout``); by default it waits as long as it takes.
         retries: Further attempts after a deadlock, serialisation failure or lock timeout
@@ -109,6 +110,7 @@ class PostgresBackend(Connections, ClosesOnExit):
             self._tokens_current = self._run(
                 lambda c: _reindex.tokens_current(self, c), write=False
             ) or self._run(lambda c: _reindex.settle(self, c))
+            self._opened()
         except BaseException as error:
             self.close()
             if isinstance(error, StorageError):
