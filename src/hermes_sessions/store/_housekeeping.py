@@ -33,6 +33,7 @@ __all__ = [
     "PruneReport",
     "erase_memory",
     "erase_user",
+    "erase_user_of",
     "prune",
     "rebuild_routing",
 ]
@@ -55,7 +56,10 @@ class ErasedMemory(Protocol):
 
 
 class MemoryEraser(Protocol):
-    """Memory that erases a user (``hermes_sessions.memory.ScopedMemory``)."""
+    """Memory that erases a user (``hermes_sessions.memory.ScopedMemory``).
+
+    .. versionadded:: 0.1.0
+    """
 
     def erase_user(
         self,
@@ -117,6 +121,25 @@ class EraseReport:
     """Memory profiles removed (``user:<platform>:<id>``)."""
     memory_files: tuple[str, ...] = ()
     """Memory files changed or deleted, backups included."""
+
+
+def erase_user_of(
+    store: SessionStore,
+    platform: str,
+    *user_ids: str,
+    dry_run: bool = False,
+    memory: MemoryEraser | None = None,
+) -> EraseReport:
+    """Erase one user of one platform (right to erasure): pass all their ids there.
+
+    Their sessions, keys, messages, ids, names and user state go; then the files are scrubbed.
+    With ``memory`` (a ``ScopedMemory``), their memory profiles, the entries they wrote in every
+    scope and the notes of the keys removed go too (``memory_*`` in the report).
+    """
+    report = erase_user(
+        store.backend, platform, user_ids, dry_run=dry_run, app_id=store.keys.namespace
+    )
+    return erase_memory(report, memory, dry_run=dry_run)
 
 
 def erase_memory(report: EraseReport, memory: MemoryEraser | None, *, dry_run: bool) -> EraseReport:
