@@ -13,7 +13,8 @@ module gathers what writing one takes, so that a backend's imports are one line:
   (:mod:`hermes_sessions.backends.memtables`: :class:`Transcript`, :class:`EntryTable`,
   :func:`resolve_plan`, :func:`session_page`, :class:`MessageIndex`);
 * **shared helpers** — the JSON converter (:func:`structure`, :func:`unstructure`), private
-  files written atomically, id validation, the check report, the re-index loop;
+  files written atomically, id validation, the check report, the re-index loop, the retry
+  pause (:mod:`hermes_sessions.backoff`);
 * **the conformance suite**, :class:`BackendContract`: subclass it in a test module and
   implement ``make_backend(directory)``. It needs pytest (``pip install
   'hermes-sessions[testing]'``) and is imported only when this name is first used, so importing
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hermes_sessions import text
+from hermes_sessions import backoff, text
 from hermes_sessions.backends.memtables import (
     EntryTable,
     MessageIndex,
@@ -181,6 +182,7 @@ __all__ = [
     "TranscriptStore",
     "Usage",
     "apply_update",
+    "backoff",
     "check_batch_size",
     "check_drop_revisions",
     "check_drops_unreferenced",
