@@ -11,7 +11,7 @@ rebuilding routing). This package re-exports the public names.
 
 from __future__ import annotations
 
-from hermes_sessions.store._housekeeping import EraseReport, PruneReport
+from hermes_sessions.store._housekeeping import EraseReport, MemoryEraser, PruneReport
 from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
 from hermes_sessions.store._ledger import DEFAULT_CLAIM_TTL, Acceptance, Answer, Ledger
 from hermes_sessions.store._lineage import Lineage, LineageLink
@@ -50,6 +50,7 @@ __all__ = [
     "Ledger",
     "Lineage",
     "LineageLink",
+    "MemoryEraser",
     "PruneReport",
     "RetentionPolicy",
     "RetentionRemoval",
