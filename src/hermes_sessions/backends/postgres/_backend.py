@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from hermes_sessions import options
+from hermes_sessions.backends.postgres import _memory as memory_sql
 from hermes_sessions.backends.postgres import _messages as writes
 from hermes_sessions.backends.postgres import _reindex
 from hermes_sessions.backends.postgres import _schema as schema
@@ -439,6 +440,30 @@ class PostgresBackend(Connections, ClosesOnExit):
     def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
         """Delete messages for good (and their search rows); return how many were deleted."""
         return self._run(lambda c: writes.delete(self, c, session_id, message_ids))
+
+    # -- memory (ScopedMemory's SupportsMemory) ----------------------------------------------------
+
+    @guarded
+    def memory_entries(self, scope_id: str) -> tuple[str, ...]:
+        """The entries of one memory scope."""
+        return self._run(lambda c: memory_sql.entries(self, c, scope_id), write=False)
+
+    @guarded
+    def change_memory(
+        self, scope_id: str, plan: Callable[[tuple[str, ...]], tuple[str, ...] | None]
+    ) -> tuple[str, ...]:
+        """Change one memory scope under its row lock; the entries after."""
+        return self._run(lambda c: memory_sql.change(self, c, scope_id, plan))
+
+    @guarded
+    def memory_scope_ids(self) -> list[str]:
+        """Every memory scope holding entries."""
+        return self._run(lambda c: memory_sql.scope_ids(self, c), write=False)
+
+    @guarded
+    def delete_memory(self, scope_id: str) -> bool:
+        """Delete one memory scope; whether it held entries."""
+        return self._run(lambda c: memory_sql.delete(self, c, scope_id))
 
     # -- state -------------------------------------------------------------------------------------
 
