@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from hermes_sessions.backends.postgres._pool import Connections, guarded
 from hermes_sessions.backends.postgres._rows import dec, dumps, enc
 
 if TYPE_CHECKING:
@@ -19,9 +20,8 @@ if TYPE_CHECKING:
 
     import psycopg
 
-    from hermes_sessions.backends.postgres._pool import Connections
 
-__all__ = ["change", "delete", "entries", "scope_ids"]
+__all__ = ["MemoryRows", "change", "delete", "entries", "scope_ids"]
 
 
 def entries(
@@ -75,3 +75,31 @@ def delete(pool: Connections, connection: psycopg.Connection[Any], scope_id: str
     """Delete a scope's entries; whether it had any."""
     cursor = connection.execute(pool.q("DELETE FROM {s}.memory WHERE scope = %s"), (enc(scope_id),))
     return bool(cursor.rowcount)
+
+
+class MemoryRows(Connections):
+    """The backend's ``SupportsMemory`` (``hermes_sessions.memory``): a row per memory scope."""
+
+    __slots__ = ()
+
+    @guarded
+    def memory_entries(self, scope_id: str) -> tuple[str, ...]:
+        """The entries of one memory scope."""
+        return self._run(lambda c: entries(self, c, scope_id), write=False)
+
+    @guarded
+    def change_memory(
+        self, scope_id: str, plan: Callable[[tuple[str, ...]], tuple[str, ...] | None]
+    ) -> tuple[str, ...]:
+        """Change one memory scope under its row lock; the entries after."""
+        return self._run(lambda c: change(self, c, scope_id, plan))
+
+    @guarded
+    def memory_scope_ids(self) -> list[str]:
+        """Every memory scope holding entries."""
+        return self._run(lambda c: scope_ids(self, c), write=False)
+
+    @guarded
+    def delete_memory(self, scope_id: str) -> bool:
+        """Delete one memory scope; whether it held entries."""
+        return self._run(lambda c: delete(self, c, scope_id))
