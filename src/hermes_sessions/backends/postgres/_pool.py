@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import random
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
@@ -43,7 +42,7 @@ import psycopg_pool
 from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
 
-from hermes_sessions import crashpoints
+from hermes_sessions import backoff, crashpoints
 from hermes_sessions.exceptions import (
     BackendClosedError,
     CorruptRecordError,
@@ -64,8 +63,6 @@ C = TypeVar("C", bound="Connections")
 _RETRIED: Final = (errors.SerializationFailure, errors.DeadlockDetected, errors.LockNotAvailable)
 _RENDERED_LIMIT: Final = 1024
 _IDENTIFIER_BYTES: Final = 63
-_BACKOFF_BASE: Final = 0.005
-_BACKOFF_CAP: Final = 0.25
 _MASK: Final = "********"
 _sleep = time.sleep  # patched by tests to observe the retry loop
 
@@ -274,7 +271,7 @@ class Connections:
                 if attempt == self.retries:
                     waited = time.monotonic() - started
                     raise LockTimeoutError(self.describe(), waited) from error
-                _sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))  # noqa: S311
+                _sleep(backoff.pause(attempt))
                 attempt += 1
             except psycopg_pool.PoolTimeout as error:
                 raise StorageError(self._no_connection()) from error
