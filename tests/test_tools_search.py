@@ -202,7 +202,13 @@ def test_blank_query_browses(store, lin_history):
 def test_hostile_query_returns_nothing(store, lin_history):
     """A query reduced to nothing by the sanitiser finds nothing, without an error."""
     result = call(store, {"query": '*** "" -- ^'})
-    assert result == {"success": True, "mode": "discover", "query": '*** "" -- ^', "results": []}
+    assert result == {
+        "success": True,
+        "mode": "discover",
+        "search": "exact",
+        "query": '*** "" -- ^',
+        "results": [],
+    }
 
 
 def test_tool_calls_and_multimodal_render_as_text(store, clock):
