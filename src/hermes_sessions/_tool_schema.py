@@ -211,6 +211,10 @@ _HIT: Final = {
             "type": "string",
             "description": "natural: exact, all words (of the question) or partial",
         },
+        "confident": {
+            "type": "boolean",
+            "description": "natural: false for a weak candidate that may be unrelated",
+        },
         "coverage": {
             "type": "number",
             "description": "natural: the weighted share of the question's terms held, 0 to 1",
@@ -248,7 +252,10 @@ SESSION_SEARCH_RESULT: Final[dict[str, Any]] = {
             "type": "string",
             "description": "discover: how the query was read, natural or exact",
         },
-        "note": {"type": "string", "description": "discover: why nothing was returned"},
+        "note": {
+            "type": "string",
+            "description": "discover: why nothing, or nothing confident, was found",
+        },
         "results": {"type": "array", "items": _HIT, "description": "discover: best first"},
         "session": {**_SESSION, "description": "read, scroll: the conversation"},
         "messages": {**_MESSAGES, "description": "read, scroll: the messages shown"},

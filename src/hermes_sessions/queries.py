@@ -503,6 +503,8 @@ class SessionMatch:
     """The content terms the session holds."""
     missing: tuple[str, ...]
     """The content terms it does not hold."""
+    confident: bool
+    """Whether it holds enough of the question to be a match; otherwise a weak candidate."""
     messages: tuple[MatchedMessage, ...]
     """Its best messages (the most terms first), with their ids in ``message.id``."""
 

@@ -522,6 +522,7 @@ def _discover_natural(context: SearchToolContext, search: SearchQuery) -> dict[s
                 **_session_view(match.session),
                 "score": round(match.score, 4),
                 "matched": match.matched,
+                "confident": match.confident,
                 "coverage": round(match.coverage, 3),
                 "terms": list(match.terms),
                 "missing": list(match.missing),
@@ -543,8 +544,13 @@ def _discover_natural(context: SearchToolContext, search: SearchQuery) -> dict[s
     }
     if not results:
         result["note"] = (
-            "no conversation holds enough of this question to be a match; ask with other "
-            "words, or list conversations by calling without a query"
+            "no conversation holds enough of this question; ask with other words, or list "
+            "conversations by calling without a query"
+        )
+    elif not results[0]["confident"]:
+        result["note"] = (
+            "no conversation holds enough of this question to be a match: these are weak "
+            "candidates (confident: false), which may well be unrelated"
         )
     return result
 

@@ -12,7 +12,8 @@ exactly what the exact mode may see, on every backend and through every wrapper:
 3. a term that had more hits than that is looked up again inside the best candidate sessions, so
    a common word still counts for them;
 4. the question as an exact query marks the sessions that match it as written;
-5. sessions are ranked, the weak ones dropped, and the best messages of each cut into snippets.
+5. sessions are ranked, confident ones first, then weak ones (those below
+   ``text.WEAK_COVERAGE`` dropped), and the best messages of each cut into snippets.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def natural_search(
     *,
     group: Literal["lineage"] | None = None,
 ) -> list[SessionMatch]:
-    """Sessions answering ``query.text`` as a question, best first; only confident ones.
+    """Sessions answering ``query.text`` as a question: confident ones first, then weak ones.
 
     ``query``'s filters apply to every read; ``limit`` and ``offset`` count sessions, ``order``
     other than ``"rank"`` sorts the confident sessions by their last activity.
@@ -94,7 +95,11 @@ def natural_search(
         return []
     gathered = _Gathered()
     ranked = _gather(search, base, terms, gathered)
-    confident = [score for score in ranked if score.confident or score.matched == "exact"]
+    strong = [score for score in ranked if score.confident]
+    weak = [
+        score for score in ranked if not score.confident and score.coverage >= text.WEAK_COVERAGE
+    ]
+    confident = strong + weak
     if group == "lineage":
         roots: dict[str, str] = {}
         best: dict[str, text.SessionScore] = {}
@@ -105,6 +110,7 @@ def natural_search(
     if query.order != "rank":
         newest = query.order == "newest"
         confident.sort(key=lambda s: gathered.records[s.session_id].last_active, reverse=newest)
+        confident.sort(key=lambda s: not s.confident)
     end = None if query.limit is None else query.offset + query.limit
     return [_match(score, terms, gathered) for score in confident[query.offset : end]]
 
@@ -170,5 +176,6 @@ def _match(
         matched=score.matched,
         terms=tuple(terms[i].text for i in score.terms),
         missing=tuple(t.text for i, t in enumerate(terms) if i not in score.terms),
+        confident=score.confident,
         messages=tuple(shown),
     )

@@ -55,9 +55,13 @@ __all__ = [
     "CJK_FUNCTION_WORDS",
     "CONFIDENT_COVERAGE",
     "EXACT_BONUS",
+    "GENERAL_WEIGHT",
+    "GENERAL_WORDS",
     "MAX_CJK_TERM",
     "STOP_WORDS",
     "TOGETHER_BONUS",
+    "UNUSED_GENERAL_WEIGHT",
+    "WEAK_COVERAGE",
     "Evidence",
     "MatchKind",
     "NaturalTerm",
@@ -70,8 +74,23 @@ __all__ = [
 
 MatchKind = Literal["exact", "all words", "partial"]
 
-CONFIDENT_COVERAGE: Final = 0.6
-"""The share of a question's weighted terms a session must hold to be offered as a match."""
+CONFIDENT_COVERAGE: Final = 0.8
+"""The share of a question's weighted terms a session must hold to be a confident match.
+
+Set on the recall benchmark (``benchmarks/recall.py``): at 0.8, 14 of its 16 questions without
+an answer get no confident match while the answering session stays in the top 5.
+
+.. versionadded:: 0.1.0
+"""
+WEAK_COVERAGE: Final = 0.25
+"""Below this share a session is not offered at all, not even as a weak candidate.
+
+.. versionadded:: 0.1.0
+"""
+GENERAL_WEIGHT: Final = 0.25
+"""What an everyday English word weighs against a rare or technical one of the same rarity."""
+UNUSED_GENERAL_WEIGHT: Final = 0.1
+"""What an everyday English word that no session holds weighs against a rare technical one."""
 BM25_SHARE: Final = 0.25
 """The most BM25 adds to a session's score (the best candidate gets all of it)."""
 TOGETHER_BONUS: Final = 0.1
@@ -89,6 +108,13 @@ _MAX_TERMS: Final = 16
 
 def _words(text: str) -> list[str]:
     return text.split()
+
+
+_DERIVATIONS: Final = frozenset(
+    _words(
+        "e ur ure er or ion ation ment al ic ive ing ed s es ant ent anc enc ity abl ibl ist ism"
+    )
+)
 
 
 STOP_WORDS: Final = frozenset(
@@ -121,6 +147,62 @@ STOP_WORDS: Final = frozenset(
 .. versionadded:: 0.1.0
 """
 
+GENERAL_WORDS: Final = frozenset(
+    _words(
+        """
+    able accept act add added advice afraid age agree air allow almost alone along already
+    always amount angry another answer anyway appear apply area arm around arrive art asleep
+    attempt attention avoid away awful back bad badly bag ball bank base basic bear beat
+    beautiful become bed begin behind believe belong best better big bill bit black blame block
+    blue board body book boring born borrow bottom box boy brain break bright bring broad broke
+    broken brother brown busy buy call calm came car card care careful carry case catch cause
+    certain chance change cheap check child choice choose city claim class clean clear clearly
+    close closed cold come common company complain complete completely concern consider
+    continue control cool correct cost count country couple course cover crazy cut damage dark
+    date dead deal dear deep definitely describe detail die different difficult dinner direct
+    dirty discover doctor dog door double doubt draw dream drink drive drop dry due early earn
+    easy eat eating edge effect effort else empty end ended enjoy enough enter entire equal
+    especially even evening event every everybody everyone everything exact exactly example
+    except expect expensive experience extra eye face fact fail failed fair fall false family
+    far fast father fear feel feeling fell felt few field fight fill final finally fine finish
+    fire first fit fix fixed floor follow food foot force forget form forward free friend front
+    full fun funny future game gave general gentle girl give given glad good great green ground
+    group grow growing grown guess guy half hand handle hang happy hard hate head health hear
+    heard heart heavy held help high hit hold hole home hope horrible hot hour house huge human
+    idea imagine important improve include instead interest interesting job join joke jump keep
+    kept key kid kill kind knew large late later laugh lay lead learn least leave led left less
+    level life light like likely line list listen little live local long lose loss lost loud
+    love low luck lucky main major man manage many mark matter mean meet member mind minute
+    miss mistake modern moment money morning mother move much music must name near nearly
+    necessary need never new next nice night nobody noise none normal note nothing notice
+    number obvious odd offer often old open opinion order ordinary original outside page pain
+    paper parent part party pass past pay people perfect perhaps period person pick picture
+    piece place plan play pleasant plenty point poor popular possible power practice prefer
+    prepare present press pretty prevent price probably problem produce promise proper pull
+    push put quick quickly quiet quite race raise random rather reach read ready real reason
+    receive red reduce refuse regular remain remove repeat reply report rest result return
+    right rise risk road room round rule run running sad safe sale save saw school second see
+    seem seen sell send sense serious set several shape share short show shut sick side sign
+    signed simple since single sit site situation size sleep slow slowly small smart smell
+    smile soft solve son soon sorry sound speak special spend spent stand start state stay step
+    stop story strange street strong student study stupid succeed success suddenly suggest
+    summer sun sure surprise sweet take taken talk tall taste teach team terrible test thin
+    third though threw throw tiny tired together told took top total touch town trouble true
+    trust try turn type understand unless usual usually value view visit wait walk wall warm
+    wash watch water weak wear weird well whole wide wife win window wish woman wonderful word
+    work worked worry worse worst write wrong young
+    """
+    )
+)
+"""Everyday English words: they count, but weigh a quarter of a technical or rare word.
+
+A question that names something no session mentions (a product, a command, a place) has no
+answer; a question phrased with everyday words that the conversation happened not to use may
+still have one. Compared by stem.
+
+.. versionadded:: 0.1.0
+"""
+
 CJK_FUNCTION_WORDS: Final = frozenset(
     _words(
         """
@@ -128,10 +210,12 @@ CJK_FUNCTION_WORDS: Final = frozenset(
     怎么 怎样 怎么样 如何 为什么 为何 什么 哪个 哪些 哪里 哪儿 多少 是否 有没有 是不是 能不能
     可以 应该 需要 我们 你们 他们 咱们 大家 这个 那个 这些 那些 这次 那次 一下 一些 一个
     关于 有关 讨论 讨论过 说过 聊过 提到 提到过 提过 问过 记得 还记得 告诉 当初 原来 后来 然后
-    问题 情况 时候 事情 东西 办法 处理 解决 请问 帮我 帮忙 找找 找到 找一下 查一下 看看 一下子
+    问题 情况 时候 事情 东西 办法 处理 解决 原因 理由 为啥 请问 帮我 帮忙 找找 找到
+    找一下 查一下 看看 一下子
     吗 呢 吧 啊 呀 嘛 的 了 过 地 得 着 是 在 有 和 与 及 把 被 给 也 都 就 还 又 很 我 你 他 她 它
     这 那 哪 谁 啥 怎 么 办 去 来 到 对 从 向 让 用 会 要 能 想 说 问 找
-    について に関して 先週 先月 昨日 前回 以前 この前 どう どうして どうやって なぜ なに 何 いつ
+    について に関して 原因 理由 方法 先週 先月 昨日 前回 以前 この前 どう どうして
+    どうやって なぜ なに 何 いつ
     どこ どれ どの 教えて ください でしたか ましたか ですか ました でした 話した 話しました
     私たち 僕ら
     어떻게 왜 무엇 무슨 뭐 뭐였지 언제 어디 어느 지난주 지난번 저번 이전 예전 어제 오늘 최근
@@ -190,11 +274,19 @@ def stem(word: str) -> str:
 
 
 def _forms_meet(one: str, other: str) -> bool:
-    """Whether two stems name one word: equal, or the shorter (4+ letters) starts the other."""
+    """Whether two stems name one word.
+
+    Equal, or the longer is the shorter (of four letters or more) and a derivational ending that
+    Snowball keeps (``failur`` of "failure" meets ``fail``).
+    """
     if one == other:
         return True
     short, long_ = (one, other) if len(one) <= len(other) else (other, one)
-    return len(short) >= _MIN_PREFIX and long_.startswith(short)
+    return (
+        len(short) >= _MIN_PREFIX
+        and long_.startswith(short)
+        and long_[len(short) :] in _DERIVATIONS
+    )
 
 
 @attrs.frozen
@@ -213,6 +305,8 @@ class NaturalTerm:
     """For an English word, its stem: a text word matches when :func:`_forms_meet` says so."""
     missing: bool = False
     """A CJK stretch that occurs in no searchable message (it still counts against coverage)."""
+    general: bool = False
+    """An everyday English word (:data:`GENERAL_WORDS`): it weighs :data:`GENERAL_WEIGHT`."""
 
 
 def _word_term(word: str) -> NaturalTerm:
@@ -225,15 +319,20 @@ def _word_term(word: str) -> NaturalTerm:
             break
         common += 1
     prefix = word[: max(common, 0)]
-    if len(prefix) > _MIN_PREFIX + 2:
-        prefix = prefix[: max(_MIN_PREFIX, len(prefix) - 2)]
+    if root != word and len(prefix) > _MIN_PREFIX + 2:
+        prefix = prefix[: max(_MIN_PREFIX, len(prefix) - 2)]  # "failure" finds "fail" too
     if len(prefix) >= _MIN_PREFIX:
         query = f"{prefix}*"
     else:
         query = f'"{word}"'
         if root != word:
             query += f' OR "{root}"'
-    return NaturalTerm(word, "word", query, stem=root)
+    return NaturalTerm(word, "word", query, stem=root, general=root in _general_stems())
+
+
+@functools.cache
+def _general_stems() -> frozenset[str]:
+    return frozenset(map(stem, GENERAL_WORDS))
 
 
 def _quotable(text: str) -> str:
@@ -318,7 +417,7 @@ def natural_terms(question: str, exists: Callable[[str], bool]) -> list[NaturalT
     for piece in scan(fold_width(question[:1000])):
         if isinstance(piece, Word):
             word = piece.text
-            if word in STOP_WORDS or (len(word) < 2 and not word.isdigit()):  # noqa: PLR2004
+            if word in STOP_WORDS or len(word) < 2:  # noqa: PLR2004
                 continue
             term = _word_term(word)
             terms.setdefault(term.stem or term.text, term)
@@ -379,22 +478,29 @@ class SessionScore:
 
     @property
     def confident(self) -> bool:
-        """Whether the session covers enough of the question to be offered."""
-        return self.coverage >= CONFIDENT_COVERAGE
+        """Whether the session covers enough of the question to be offered as a match."""
+        return self.coverage >= CONFIDENT_COVERAGE or self.matched == "exact"
 
 
-def term_weights(
-    term_count_: int, evidence: Iterable[Evidence], *, missing: set[int]
-) -> list[float]:
-    """Each term's rarity weight: ``ln(1 + K / (df + 1))``, ``df`` its sessions in ``evidence``."""
-    frequency = [0] * term_count_
+def term_weights(terms: list[NaturalTerm], evidence: Iterable[Evidence]) -> list[float]:
+    """Each term's weight: ``ln(1 + K / (df + 1))``, ``df`` its sessions in ``evidence``.
+
+    An everyday word's weight is multiplied by :data:`GENERAL_WEIGHT`, or by
+    :data:`UNUSED_GENERAL_WEIGHT` when no session holds it.
+    """
+    frequency = [0] * len(terms)
     for item in evidence:
         for index in item.counts:
             frequency[index] += 1
-    return [
-        math.log1p(_RARITY / (1.0 if index in missing else frequency[index] + 1.0))
-        for index in range(term_count_)
-    ]
+    weights = []
+    for index, term in enumerate(terms):
+        if not term.general:
+            weights.append(math.log1p(_RARITY / (frequency[index] + 1.0)))
+        elif frequency[index]:
+            weights.append(GENERAL_WEIGHT * math.log1p(_RARITY / (frequency[index] + 1.0)))
+        else:  # an everyday word no session uses tells little
+            weights.append(UNUSED_GENERAL_WEIGHT * math.log1p(_RARITY))
+    return weights
 
 
 def rank_sessions(
@@ -406,9 +512,8 @@ def rank_sessions(
     """
     if not terms or not evidence:
         return []
-    missing = {index for index, term in enumerate(terms) if term.missing}
-    weights = term_weights(len(terms), evidence, missing=missing)
-    total = sum(weights)
+    weights = term_weights(terms, evidence)
+    total = sum(weights) or 1.0
     average = sum(max(e.message_count, 1) for e in evidence) / len(evidence)
     scored: list[tuple[Evidence, float, float]] = []
     for item in evidence:
