@@ -13,10 +13,17 @@ the *scopes* it applies to: ``"memory"`` (memory entries; every default pattern)
 (other files a host injects into prompts, such as a project's ``AGENTS.md``, which may legitimately
 talk about editing agent configuration). Hosts can add scopes of their own.
 
-Matching runs on the text as given and, when they differ, on a normalised copy (invisible
-characters removed, NFKC folding) so that ``ig\u200bnore`` or full-width letters do not slip
-through. Every pattern bounds its gaps (``{0,N}``) so scanning is linear in the input, whatever
-the input: there is no catastrophic backtracking.
+Matching runs on the text as given and, when it holds anything but ASCII, on normalised copies:
+NFKC folding (full-width and mathematical letters), combining marks dropped, letters of other
+scripts that look like ASCII letters folded to them (Cyrillic U+0430 to ``a``: the confusables
+of Unicode's UTS #39), and every ``Default_Ignorable_Code_Point`` removed in one copy and turned
+into a space in another (``ig<U+034F>nore`` and ``ignore<U+3164>all`` read as words again).
+Instructions spelled in invisible tag characters (U+E0020 to U+E007E mirror ASCII) are decoded
+into a third copy, so the finding shows what they say. The ignorable and confusable tables are
+generated from the Unicode data files by ``scripts/generate_unicode_tables.py``.
+
+Every pattern bounds its gaps (``{0,N}``) so scanning is linear in the input, whatever the input:
+there is no catastrophic backtracking.
 """
 
 from __future__ import annotations
@@ -28,6 +35,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from hermes_sessions._unicode_tables import (
+    CONFUSABLE_SOURCES,
+    CONFUSABLE_TARGETS,
+    DEFAULT_IGNORABLE_RANGES,
+)
 from hermes_sessions.exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -59,10 +71,58 @@ _ALL_SCOPES: Final = frozenset({SCOPE_MEMORY, SCOPE_CONTEXT})
 _PATTERN_ID: Final = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)+")
 _EXCERPT_LENGTH: Final = 80
 
-_INVISIBLE_CLASS: Final = "\u200b-\u200d\u2060\u2062-\u2064\ufeff\u202a-\u202e\u2066-\u2069"
-# Removed before the other patterns run (the reported set, plus soft hyphen, LRM/RLM and the
-# remaining invisible operator, which hide words just as well).
-_STRIP_INVISIBLE: Final = re.compile(f"[{_INVISIBLE_CLASS}\u00ad\u200e\u200f\u2061]")
+
+def _char_class(ranges: Iterable[tuple[int, int]]) -> str:
+    """The inside of a regex character class holding ``ranges`` (inclusive code point pairs)."""
+    return "".join(
+        re.escape(chr(start)) if start == end else f"{re.escape(chr(start))}-{re.escape(chr(end))}"
+        for start, end in ranges
+    )
+
+
+# Every Default_Ignorable_Code_Point (generated from the Unicode data, not a hand list).
+_IGNORABLE: Final = _char_class(DEFAULT_IGNORABLE_RANGES)
+_IGNORABLE_CHAR: Final = re.compile(f"[{_IGNORABLE}]")
+_TAG_CHAR: Final = re.compile("[\U000e0000-\U000e007f]")
+# Tag characters U+E0020-E007E spell ASCII: decoded, they show what a hidden instruction says.
+_DECODE_TAGS: Final = {code: chr(code - 0xE0000) for code in range(0xE0020, 0xE007F)}
+_FOLD_CONFUSABLES: Final = str.maketrans(CONFUSABLE_SOURCES, CONFUSABLE_TARGETS)
+
+# -- where an ignorable character is ordinary text ------------------------------------------------
+#
+# An ignorable character is refused (pattern ``unicode.invisible``) unless it stands where a
+# script or an emoji needs it:
+# * the bidi marks LRM, RLM and ALM, and the soft hyphen (visible where a line breaks);
+# * ZWSP, ZWNJ and ZWJ after a visible non-ASCII character (a variation selector may come
+#   between) and not before an ASCII letter, a digit or another ignorable: Persian and Indic
+#   joiners (Malayalam chillus end a word with one), emoji ZWJ sequences, Thai word breaks;
+# * one variation selector (or Khmer inherent vowel) after a visible character that is not an
+#   ASCII letter (❤️, keycaps such as 1️⃣, CJK ideographic variants, Mongolian);
+# * the conjoining Hangul fillers U+115F/U+1160 next to a conjoining jamo (Old Korean);
+# * tag characters in an emoji flag sequence: U+1F3F4, 1-8 tag letters or digits, CANCEL TAG.
+# Everything else is refused: invisible characters inside or between ASCII words, runs of them,
+# bidi overrides and isolates, Hangul fillers, tag text, and unassigned ignorable code points.
+_VISIBLE_NON_ASCII: Final = rf"[^\x00-\x7f\s{_IGNORABLE}]"
+_SELECTORS: Final = r"\ufe00-\ufe0f\U000e0100-\U000e01ef\u180b-\u180d\u180f\u17b4\u17b5"
+_SELECTOR_BASE: Final = rf"[^A-Za-z\s{_IGNORABLE}]"
+_JAMO: Final = r"[\u1100-\u115e\u1161-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]"
+_TAG_SPEC: Final = r"[\U000e0030-\U000e0039\U000e0061-\U000e007a]"
+_FLAG_TAGS: Final = 8
+# Each one is tried just after the ignorable character, which the look-behinds therefore include.
+_ALLOWED_PLACES: Final = (
+    r"(?<=[\u00ad\u061c\u200e\u200f])",
+    rf"(?<={_VISIBLE_NON_ASCII}[\u200b-\u200d])(?![A-Za-z0-9{_IGNORABLE}])",
+    rf"(?<={_VISIBLE_NON_ASCII}[{_SELECTORS}][\u200b-\u200d])(?![A-Za-z0-9{_IGNORABLE}])",
+    rf"(?<={_SELECTOR_BASE}[{_SELECTORS}])",
+    rf"(?<={_JAMO}[\u115f\u1160])",
+    rf"(?<=[\u115f\u1160])(?={_JAMO})",
+    *(
+        rf"(?<=\U0001f3f4{_TAG_SPEC}{{{count}}})(?={_TAG_SPEC}{{0,{_FLAG_TAGS - count}}}\U000e007f)"
+        for count in range(1, _FLAG_TAGS + 1)
+    ),
+    *(rf"(?<=\U0001f3f4{_TAG_SPEC}{{{count}}}\U000e007f)" for count in range(1, _FLAG_TAGS + 1)),
+)
+_REFUSED_IGNORABLE: Final = f"[{_IGNORABLE}]" + "".join(f"(?!{place})" for place in _ALLOWED_PLACES)
 
 
 def _regex(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
@@ -162,16 +222,35 @@ def _unique_ids(
 
 
 def _printable(text: str) -> str:
-    """Shorten a match and make control and format characters visible (``<U+200B>``)."""
+    """Shorten a match and make control, format and ignorable characters visible (``<U+200B>``)."""
     shown = text if len(text) <= _EXCERPT_LENGTH else text[: _EXCERPT_LENGTH - 1] + "…"
     return "".join(
-        f"<U+{ord(char):04X}>" if unicodedata.category(char) in {"Cc", "Cf"} else char
+        f"<U+{ord(char):04X}>"
+        if unicodedata.category(char) in {"Cc", "Cf"} or _IGNORABLE_CHAR.match(char)
+        else char
         for char in shown.replace("\n", " ")
     )
 
 
-def _normalise(text: str) -> str:
-    return unicodedata.normalize("NFKC", _STRIP_INVISIBLE.sub("", text))
+def _variants(text: str) -> list[str]:
+    """``text`` and the normalised copies the patterns also run on (see the module docstring)."""
+    variants = [text]
+    if text.isascii():
+        return variants
+    decomposed = unicodedata.normalize("NFKD", text)
+    unmarked = "".join(
+        char for char in decomposed if not unicodedata.category(char).startswith("M")
+    )
+    folded = unicodedata.normalize("NFKC", unmarked).translate(_FOLD_CONFUSABLES)
+    candidates = [_IGNORABLE_CHAR.sub("", folded)]
+    if _IGNORABLE_CHAR.search(folded):
+        candidates.append(_IGNORABLE_CHAR.sub(" ", folded))
+        if _TAG_CHAR.search(folded):
+            candidates.append(_IGNORABLE_CHAR.sub("", folded.translate(_DECODE_TAGS)))
+    for candidate in candidates:
+        if candidate not in variants:
+            variants.append(candidate)
+    return variants
 
 
 @attrs.frozen
@@ -202,10 +281,7 @@ class ThreatScanner:
         """Return one finding per pattern of ``scope`` that matches ``text`` (empty: safe)."""
         if not isinstance(text, str):
             raise TypeError(f"scan() takes a str, got {type(text).__name__}")
-        variants = [text]
-        normalised = _normalise(text)
-        if normalised != text:
-            variants.append(normalised)
+        variants = _variants(text)
         findings: list[ThreatFinding] = []
         for pattern in self.patterns:
             if scope not in pattern.scopes:
@@ -265,8 +341,11 @@ _CLAUSE_GAP = r"(?:[^\n;!?\u3002\uff1b\uff01\uff1f.]|\.(?!\s)){0,60}?"
 DEFAULT_PATTERNS: Final[tuple[ThreatPattern, ...]] = (
     ThreatPattern(
         id="unicode.invisible",
-        regex=f"[{_INVISIBLE_CLASS}]",
-        description="invisible or bidirectional-control Unicode characters that can hide text",
+        regex=_REFUSED_IGNORABLE,
+        description=(
+            "invisible Unicode characters that hide or split text (zero-width, bidi overrides, "
+            "fillers, tag characters) where no script or emoji needs them"
+        ),
     ),
     ThreatPattern(
         id="injection.ignore_instructions",
