@@ -84,7 +84,11 @@ def test_chinese_question_is_cut_at_function_words_and_split_by_the_index():
 def test_a_cjk_stretch_the_index_lacks_counts_as_missing():
     """A stretch no message holds is a missing term, not silently dropped."""
     terms = natural_terms("卡夫卡消费延迟", holding("消费"))
-    assert [(t.text, t.missing) for t in terms] == [("卡夫卡", True), ("消费", False), ("延迟", True)]
+    assert [(t.text, t.missing) for t in terms] == [
+        ("卡夫卡", True),
+        ("消费", False),
+        ("延迟", True),
+    ]
 
 
 def test_japanese_hiragana_and_korean_endings_are_not_terms():
