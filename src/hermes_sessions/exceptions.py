@@ -40,6 +40,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
         ├── MemoryEntryNotFoundError   (LookupError)   no entry contains ``old_text``
         ├── AmbiguousMemoryMatchError  (LookupError)   several different entries contain it
         ├── IncognitoMemoryError       (PermissionError) the call comes from an incognito lane
+        ├── MemoryScopeError           (PermissionError) the scope is not the caller's to write
         └── MemoryDriftError           (RuntimeError)  the file was edited outside the store
 
 Errors carry structured attributes (``path``, ``line``, ``key``, ``session_id``, ...) so callers can
@@ -84,6 +85,7 @@ __all__ = [
     "MemoryEntryNotFoundError",
     "MemoryLimitError",
     "MemoryRefusedError",
+    "MemoryScopeError",
     "MessageTooLargeError",
     "MissingDependencyError",
     "NaiveDatetimeError",
@@ -1008,6 +1010,31 @@ class IncognitoMemoryError(MemoryRefusedError, PermissionError):
             target=target,
             action=action,
         )
+
+
+class MemoryScopeError(MemoryRefusedError, PermissionError):
+    """A write to a memory scope the caller may not write (``ScopedMemory``'s lane rule).
+
+    A conversation writes its own lane's notes and the speaking user's profile; app memory (shown
+    in every conversation) only when the host allows it, and from a private lane only when the
+    host also allows private facts to widen.
+
+    Attributes:
+        scope: The scope refused (``app``, ``user:<platform>:<id>``, ``lane:<key>``).
+
+    .. versionadded:: 0.1.0
+    """
+
+    code: ClassVar[str] = "scope_refused"
+
+    def __init__(self, reason: str, *, scope: str, target: str, action: str) -> None:
+        self.scope = scope
+        self.reason = reason
+        super().__init__(f"{action} refused: {reason}", target=target, action=action)
+
+    def details(self) -> dict[str, Any]:
+        """The scope refused."""
+        return {"scope": self.scope}
 
 
 class MemoryDriftError(MemoryRefusedError, RuntimeError):

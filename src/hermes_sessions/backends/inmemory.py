@@ -416,9 +416,15 @@ class InMemoryBackend(ClosesOnExit):
         for session_id, key in plan.rekey:
             transcript = self._sessions[session_id]
             transcript.record = attrs.evolve(transcript.record, session_key=key)
-        for session_id, reason in resolved.end:
-            self.end_session(session_id, reason, at=plan.at)
+        self._end_and_drop(plan, resolved.end)
         return resolved.written
+
+    def _end_and_drop(self, plan: RotationPlan, end: list[tuple[str, str]]) -> None:
+        """Steps 7 and 8 of a plan, its checks passed: end sessions, then drop those it drops."""
+        for session_id, reason in end:
+            self.end_session(session_id, reason, at=plan.at)
+        for session_id, _ in plan.drop:
+            self.delete_session(session_id)
 
     def _record_or_none(self, session_id: str) -> SessionRecord | None:
         transcript = self._sessions.get(session_id)

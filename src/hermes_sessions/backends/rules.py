@@ -43,6 +43,8 @@ __all__ = [
     "SETTABLE_FIELDS",
     "AppendPlan",
     "apply_update",
+    "check_drop_revisions",
+    "check_drops_unreferenced",
     "check_message_sizes",
     "check_plan",
     "check_revision",
@@ -427,6 +429,34 @@ def check_plan(
     for session_id in dict.fromkeys(needed):
         if session_id != created and ended_of(session_id) is None:
             raise missing_session(session_id)
+
+
+def check_drop_revisions(plan: RotationPlan, revision_of: Callable[[str], int | None]) -> None:
+    """Check each ``plan.drop`` session's revision before the plan writes anything.
+
+    ``revision_of`` gives a session's current revision (``None``: no such session). A session
+    that moved on is a ``ConflictError``; one that is gone is ``SessionNotFoundError``.
+    """
+    for session_id, expected in plan.drop:
+        check_session_revision(session_id, expected, _existing_revision(session_id, revision_of))
+
+
+def _existing_revision(session_id: str, revision_of: Callable[[str], int | None]) -> int:
+    actual = revision_of(session_id)
+    if actual is None:
+        raise missing_session(session_id)
+    return actual
+
+
+def check_drops_unreferenced(plan: RotationPlan, points_at: Callable[[str], bool]) -> None:
+    """Refuse ``plan.drop`` sessions a key points at once the plan's entries are written.
+
+    Called in the plan's transaction after steps 3-5 (or against the planned index): a key
+    that moved onto a session since it was chosen keeps it (``ConflictError``).
+    """
+    for session_id, _ in plan.drop:
+        if points_at(session_id):
+            raise ConflictError(session_id=session_id)
 
 
 def first_messages(plan: RotationPlan, copied: Sequence[Message]) -> list[Message]:

@@ -11,7 +11,7 @@ package re-exports the public names.
 
 from __future__ import annotations
 
-from hermes_sessions.store._housekeeping import EraseReport, PruneReport
+from hermes_sessions.store._housekeeping import EraseReport, MemoryEraser, PruneReport
 from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
 from hermes_sessions.store._lineage import Lineage, LineageLink
 from hermes_sessions.store._migration import (
@@ -45,6 +45,7 @@ __all__ = [
     "KeySkip",
     "Lineage",
     "LineageLink",
+    "MemoryEraser",
     "PruneReport",
     "RetentionPolicy",
     "RetentionRemoval",

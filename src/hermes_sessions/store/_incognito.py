@@ -387,6 +387,7 @@ class IncognitoRouter(ClosesOnExit):
             *(write.entry.session_id for write in plan.entries),
             *(session_id for session_id, _reason in plan.end),
             *plan.require_open,
+            *(session_id for session_id, _revision in plan.drop),
             *(s for s in (plan.copy_state_from, plan.copy_messages_from) if s is not None),
         ]
         created = None if plan.create is None else plan.create.id

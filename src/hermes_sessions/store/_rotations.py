@@ -8,7 +8,6 @@ when another writer won the race (:func:`retrying`) and tells ``on_rotate`` call
 from __future__ import annotations
 
 import contextlib
-import random
 import time
 import uuid
 from datetime import timedelta
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 
 import attrs
 
+from hermes_sessions import backoff
 from hermes_sessions.exceptions import ConflictError, LeaseHeldError
 from hermes_sessions.ids import new_session_id
 from hermes_sessions.models import (
@@ -70,10 +70,6 @@ __all__ = [
 
 MAX_ATTEMPTS: Final = 16
 """How often an operation re-reads and retries after losing a compare-and-swap race."""
-BASE_BACKOFF: Final = 0.005
-"""Seconds: the longest wait after the first lost race; it doubles with each further one."""
-MAX_BACKOFF: Final = 0.25
-"""Seconds: the longest wait between two attempts."""
 MAX_TURN_WAITS: Final = 64
 """How often a command polls for its turn on a key (:func:`taking_turns`) before going ahead."""
 TURN_TTL: Final = timedelta(seconds=30)
@@ -131,10 +127,10 @@ class RotateEvent:
 def back_off(lost: int) -> None:
     """Wait a random while after the ``lost``-th race lost in a row (0-based).
 
-    The longest wait doubles from :data:`BASE_BACKOFF` up to :data:`MAX_BACKOFF` seconds, so
-    writers racing on one key spread out instead of colliding again at once.
+    The pause is :func:`hermes_sessions.backoff.pause`, so writers racing on one key spread out
+    instead of colliding again at once.
     """
-    time.sleep(random.uniform(0, min(MAX_BACKOFF, BASE_BACKOFF * 2**lost)))  # noqa: S311
+    time.sleep(backoff.pause(lost))
 
 
 def gave_up(key: str, last: ConflictError | None) -> ConflictError:

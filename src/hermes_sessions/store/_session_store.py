@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     )
     from hermes_sessions.results import AppendResult
     from hermes_sessions.state import SessionState, StateDelta
-    from hermes_sessions.store._housekeeping import EraseReport, PruneReport
+    from hermes_sessions.store._housekeeping import PruneReport
     from hermes_sessions.store._lineage import Lineage
     from hermes_sessions.store._retention import RetentionReport
     from hermes_sessions.store._targets import ResumeFilter
@@ -540,14 +540,8 @@ class SessionStore(Searches, ClosesOnExit):
         """Enforce ``policy`` (default ``self.retention``); ``busy(key)`` marks more active work."""
         return _retention.maintain(self, policy, dry_run=dry_run, busy=busy)
 
-    def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
-        """Erase one user of one platform (right to erasure): pass all their ids there.
-
-        Their sessions, keys, messages, ids, names and user state go; then the files are scrubbed.
-        """
-        return _housekeeping.erase_user(
-            self.backend, platform, user_ids, dry_run=dry_run, app_id=self.keys.namespace
-        )
+    erase_user = _housekeeping.erase_user_of
+    """Erase one user of one platform (right to erasure), with ``memory=`` their memory too."""
 
     migrate_keys = _migration.migrate_keys
     """Move every key to a changed ``KeyPolicy``'s (a dry run): ``docs/key-migration.md``."""

@@ -30,10 +30,10 @@ from hermes_sessions.backends.jsonl._journal import (
     Plan,
     Put,
     Release,
-    Remove,
     Touch,
 )
 from hermes_sessions.backends.jsonl._listing import summary_page
+from hermes_sessions.backends.jsonl._removal import commit_plan, remove_session
 from hermes_sessions.backends.jsonl._repair import BACKUPS, DroppedLine, RepairReport, repair
 from hermes_sessions.backends.jsonl._session_records import Active, End, Reopen, Update
 from hermes_sessions.backends.memtables import Transcript, resolve_plan
@@ -321,13 +321,7 @@ class JSONLBackend(ClosesOnExit):
         with self._engine.writing() as state:
             if session_id not in state.sessions:
                 return False
-            parent = f'"parent_session_id":"{session_id}"'.encode()
-            children = sorted(
-                cached.record.id
-                for cached in state.sessions.files(containing=parent)
-                if cached.record.parent_session_id == session_id
-            )
-            self._engine.remove(Remove(self._engine.next_tx, session_id, tuple(children)))
+            remove_session(self._engine, state, session_id)
             return True
 
     @_wrapped
@@ -510,6 +504,7 @@ class JSONLBackend(ClosesOnExit):
         """Commit ``plan`` atomically: checked, announced in one journal record, written, committed.
 
         A crash part-way is completed from the journal record by the next process to look.
+        ``drop`` is checked with the rest and removed right after, under the same lock.
         """
         check_message_sizes(plan.messages, self.max_message_bytes)
         with self._engine.writing() as state:
@@ -562,7 +557,7 @@ class JSONLBackend(ClosesOnExit):
                 deletes=tuple(resolved.deleted),
                 rekey=plan.rekey,
             )
-            self._engine.apply_plan(record)
+            commit_plan(self._engine, state, record, plan.drop)
             return resolved.written
 
     # -- leases ------------------------------------------------------------------------------------

@@ -81,7 +81,8 @@ class PostgresBackend(Connections, ClosesOnExit):
         min_size: Connections the pool keeps open (0: connect on first use).
         max_size: Most connections the pool opens; one is busy only for one call.
         timeout: Seconds a call waits for a free connection before ``StorageError``.
-        connect_timeout: Seconds to wait when connecting to the server.
+        connect_timeout: Seconds to wait when connecting to the server (5 by default); a DSN
+            that cannot work fails the open within this, naming the server's reason.
         lock_timeout: If set, seconds a transaction waits for a row or advisory lock before it
             is retried (``SET LOCAL lock_timeout``); by default it waits as long as it takes.
         retries: Further attempts after a deadlock, serialisation failure or lock timeout
@@ -109,6 +110,7 @@ class PostgresBackend(Connections, ClosesOnExit):
             self._tokens_current = self._run(
                 lambda c: _reindex.tokens_current(self, c), write=False
             ) or self._run(lambda c: _reindex.settle(self, c))
+            self._opened()
         except BaseException as error:
             self.close()
             if isinstance(error, StorageError):
@@ -288,23 +290,7 @@ class PostgresBackend(Connections, ClosesOnExit):
     @guarded
     def delete_session(self, session_id: str) -> bool:
         """Delete a session, its messages and search rows; orphan its children."""
-
-        def work(connection: psycopg.Connection[Any]) -> bool:
-            cursor = connection.execute(
-                self.q("DELETE FROM {s}.sessions WHERE id = %s"), (session_id,)
-            )
-            if cursor.rowcount == 0:
-                return False
-            state_sql.forget(self, connection, session_id)
-            connection.execute(
-                self.q(
-                    "UPDATE {s}.sessions SET parent_session_id = NULL WHERE parent_session_id = %s"
-                ),
-                (session_id,),
-            )
-            return True
-
-        return self._run(work)
+        return self._run(lambda c: statements.drop_session(self, c, session_id))
 
     @guarded
     def list_sessions(self, query: SessionQuery) -> SessionPage:

@@ -16,13 +16,22 @@ retries run out the caller gets :class:`~hermes_sessions.exceptions.LockTimeoutE
 other psycopg error is wrapped in :class:`~hermes_sessions.exceptions.StorageError` at the
 boundary (``guarded``), with the cause chained. Messages name the host, database and schema,
 never the password.
+
+Connections the server dropped while they sat in the pool (a restart, a failover, an idle-session
+timeout, ``pg_terminate_backend``) never reach a caller as an error: a call whose connection turns
+out to be broken before its transaction commits is run again on a fresh connection, after the
+pool has tested its idle connections (``ConnectionPool.check``) so that one burst costs one retry.
+Nothing is re-run once ``COMMIT`` was sent: a connection lost then leaves the outcome unknown,
+and the caller gets a ``StorageError`` saying so. Opening connects once directly first, so a DSN
+that cannot work (wrong password, unknown database or host, refused port) fails at once with the
+server's reason instead of after the pool's ``timeout``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
-import random
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
@@ -33,7 +42,7 @@ import psycopg_pool
 from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
 
-from hermes_sessions import crashpoints
+from hermes_sessions import backoff, crashpoints
 from hermes_sessions.exceptions import (
     BackendClosedError,
     CorruptRecordError,
@@ -54,8 +63,7 @@ C = TypeVar("C", bound="Connections")
 _RETRIED: Final = (errors.SerializationFailure, errors.DeadlockDetected, errors.LockNotAvailable)
 _RENDERED_LIMIT: Final = 1024
 _IDENTIFIER_BYTES: Final = 63
-_BACKOFF_BASE: Final = 0.005
-_BACKOFF_CAP: Final = 0.25
+_MASK: Final = "********"
 _sleep = time.sleep  # patched by tests to observe the retry loop
 
 
@@ -85,6 +93,32 @@ def guarded(method: Callable[Concatenate[C, P], R]) -> Callable[Concatenate[C, P
             raise StorageError(f"{self.describe()} failed: {error}") from error
 
     return wrapper
+
+
+class _Attempt:
+    """What one attempt of a transaction got to: its connection, and whether it sent COMMIT."""
+
+    __slots__ = ("committing", "connection")
+
+    def __init__(self) -> None:
+        self.connection: psycopg.Connection[Any] | None = None
+        self.committing = False
+
+
+def _broken(connection: psycopg.Connection[Any] | None) -> bool:
+    """Whether ``connection`` can no longer be used (the server or the network dropped it)."""
+    return connection is not None and (connection.closed or connection.broken)
+
+
+def _masked(text: str, dsn: str) -> str:
+    """``text`` without the password of ``dsn`` (libpq never prints it; this is a second guard)."""
+    try:
+        password = conninfo_to_dict(dsn).get("password")
+    except psycopg.Error:
+        password = None
+    if password:
+        text = text.replace(str(password), _MASK)
+    return text
 
 
 def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -126,7 +160,7 @@ class Connections:
         validator=[attrs.validators.instance_of(int), attrs.validators.ge(1)],
     )
     timeout: float = attrs.field(default=30.0, kw_only=True, validator=_positive)
-    connect_timeout: float = attrs.field(default=10.0, kw_only=True, validator=_positive)
+    connect_timeout: float = attrs.field(default=5.0, kw_only=True, validator=_positive)
     lock_timeout: float | None = attrs.field(
         default=None, kw_only=True, validator=_optional_positive
     )
@@ -136,6 +170,8 @@ class Connections:
         validator=[attrs.validators.instance_of(int), attrs.validators.ge(0)],
     )
     _closed: bool = attrs.field(default=False, init=False)
+    # The direct connection opening runs on (migrations, checks) while the pool fills behind it.
+    _opening: psycopg.Connection[Any] | None = attrs.field(default=None, init=False)
     _pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] | None = attrs.field(
         default=None, init=False
     )
@@ -158,6 +194,7 @@ class Connections:
             raise InvalidArgumentError(
                 f"min_size ({self.min_size}) must not exceed max_size ({self.max_size})"
             )
+        self._opening = self._connect()
         pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = psycopg_pool.ConnectionPool(
             self.dsn,
             kwargs={
@@ -172,7 +209,33 @@ class Connections:
             name=f"hermes-sessions:{self.schema}",
         )
         self._pool = pool
-        pool.open(wait=self.min_size > 0, timeout=self.timeout)
+        pool.open(wait=False)
+
+    def _opened(self) -> None:
+        """Opening is done: later calls use the pool only."""
+        connection, self._opening = self._opening, None
+        if connection is not None:
+            connection.close()
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """Connect directly: a DSN that cannot work fails now, with the server's reason."""
+        try:
+            return psycopg.connect(
+                self.dsn,
+                autocommit=True,
+                prepare_threshold=None,
+                connect_timeout=max(1, round(self.connect_timeout)),
+            )
+        except psycopg.Error as error:
+            raise StorageError(self._unreachable(error)) from None
+
+    def _unreachable(self, error: BaseException) -> str:
+        reason = _masked(str(error).strip(), self.dsn) or type(error).__name__
+        return (
+            f"cannot connect to {self.describe()}: {reason}; check the DSN (host, port, "
+            "database, user), the password (~/.pgpass or PGPASSWORD) and that the server accepts "
+            "connections"
+        )
 
     def q(self, template: str) -> str:
         """``template`` with ``{s}`` replaced by the quoted schema name (``psycopg.sql``)."""
@@ -188,40 +251,101 @@ class Connections:
     # -- transactions ------------------------------------------------------------------------------
 
     def _run(self, work: Callable[[psycopg.Connection[Any]], R], *, write: bool = True) -> R:
-        """Run ``work`` in one transaction (``write``) or in autocommit, retrying conflicts."""
-        if self._pool is None:
+        """Run ``work`` in one transaction (``write``) or in autocommit, retrying conflicts.
+
+        A connection found broken before ``COMMIT`` was sent (the server dropped it while it sat
+        in the pool) is retried on a fresh one, up to ``max_size + 1`` times: nothing of the
+        transaction can have been stored, since the server rolls back what a lost connection left
+        uncommitted. A connection lost during ``COMMIT`` is not retried (the outcome is unknown).
+        """
+        pool = self._pool
+        if pool is None:
             raise BackendClosedError(self.describe())
         started = time.monotonic()
-        for attempt in range(self.retries + 1):
+        attempt = lost = 0
+        while True:
+            step = _Attempt()
             try:
-                with self._pool.connection() as connection:
-                    if not write:
-                        return work(connection)
-                    with connection.transaction():
-                        if self.lock_timeout is not None:
-                            connection.execute(
-                                "SELECT set_config('lock_timeout', %s, true)",
-                                (f"{round(self.lock_timeout * 1000)}ms",),
-                            )
-                        result = work(connection)
-                        crashpoints.reached("postgres.before_commit")
-                    crashpoints.reached("postgres.after_commit")
-                    return result
+                return self._once(pool, work, write, step)
             except _RETRIED as error:
                 if attempt == self.retries:
                     waited = time.monotonic() - started
                     raise LockTimeoutError(self.describe(), waited) from error
-                _sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))  # noqa: S311
+                _sleep(backoff.pause(attempt))
+                attempt += 1
             except psycopg_pool.PoolTimeout as error:
-                raise StorageError(
-                    f"{self.describe()}: no free connection within {self.timeout:g} s; raise "
-                    "max_size or timeout, or check that the server accepts connections"
-                ) from error
-        raise AssertionError("unreachable")  # pragma: no cover
+                raise StorageError(self._no_connection()) from error
+            except psycopg.Error as error:
+                lost = self._lost(error, step, lost, pool)
+
+    def _lost(
+        self,
+        error: psycopg.Error,
+        step: _Attempt,
+        lost: int,
+        pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]],
+    ) -> int:
+        """Re-raise ``error`` unless it is a connection lost before COMMIT; count the losses."""
+        if not _broken(step.connection) or self._closed:
+            raise error
+        if step.committing:
+            raise StorageError(
+                f"{self.describe()}: the connection was lost while committing, so this "
+                "write may or may not be stored; read it back (or repeat it with the "
+                f"same platform_message_id, which is idempotent): {error}"
+            ) from error
+        if lost >= self.max_size:
+            raise error
+        if not lost:
+            pool.check()  # drop the other idle connections the server dropped too
+        return lost + 1
+
+    def _once(
+        self,
+        pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]],
+        work: Callable[[psycopg.Connection[Any]], R],
+        write: bool,  # noqa: FBT001
+        step: _Attempt,
+    ) -> R:
+        """One attempt of :meth:`_run`, noting its connection and whether it reached COMMIT."""
+        with self._borrow(pool) as connection:
+            step.connection = connection
+            if not write:
+                return work(connection)
+            with connection.transaction():
+                if self.lock_timeout is not None:
+                    connection.execute(
+                        "SELECT set_config('lock_timeout', %s, true)",
+                        (f"{round(self.lock_timeout * 1000)}ms",),
+                    )
+                result = work(connection)
+                crashpoints.reached("postgres.before_commit")
+                step.committing = True
+            crashpoints.reached("postgres.after_commit")
+            return result
+
+    def _borrow(
+        self, pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]]
+    ) -> contextlib.AbstractContextManager[psycopg.Connection[Any]]:
+        if self._opening is not None:
+            return contextlib.nullcontext(self._opening)
+        return pool.connection()
+
+    def _no_connection(self) -> str:
+        """The message of a pool timeout: the server's reason when a new connection fails."""
+        try:
+            self._connect().close()
+        except StorageError as error:
+            return f"no connection within {self.timeout:g} s: {error}"
+        return (
+            f"{self.describe()}: no free connection within {self.timeout:g} s; raise "
+            "max_size or timeout, or check that the server accepts connections"
+        )
 
     def close(self) -> None:
         """Close the pool; later calls raise ``BackendClosedError``. Idempotent."""
         self._closed = True
+        self._opened()
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()

@@ -40,7 +40,6 @@ from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import (
     CorruptRecordError,
     LockTimeoutError,
-    SessionNotFoundError,
     StorageError,
 )
 from hermes_sessions.options import Durability
@@ -287,18 +286,7 @@ class SQLiteBackend(ClosesOnExit):
     @guarded
     def delete_session(self, session_id: str) -> bool:
         """Delete a session, its messages and search rows; orphan its children."""
-
-        def work(connection: sqlite3.Connection) -> bool:
-            try:
-                seq = sessions_sql.seq_of(connection, session_id)
-            except SessionNotFoundError:
-                return False
-            messages_sql.remove_all(connection, seq, fts=self._fts)
-            sessions_sql.delete(connection, seq, session_id)
-            state_sql.forget(connection, session_id)
-            return True
-
-        return self._write(work)
+        return self._write(lambda c: plan_sql.drop_session(c, session_id, fts=self._fts))
 
     @guarded
     def list_sessions(self, query: SessionQuery) -> SessionPage:

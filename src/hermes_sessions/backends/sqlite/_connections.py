@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-import random
 import sqlite3
 import threading
 import time
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import attrs
 
-from hermes_sessions import crashpoints
+from hermes_sessions import backoff, crashpoints
 from hermes_sessions.backends.sqlite._group import GroupCommit, Member, run_batch
 from hermes_sessions.exceptions import BackendClosedError, LockTimeoutError, StorageError
 from hermes_sessions.files import make_private_dir
@@ -38,8 +37,6 @@ __all__ = ["Connections"]
 R = TypeVar("R")
 
 _BUSY_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-_BACKOFF_BASE: Final = 0.005
-_BACKOFF_CAP: Final = 0.25
 _CHECKPOINT_WAIT_MS: Final = 100
 _sleep = time.sleep  # patched by tests to observe (and steer) the retry loop
 
@@ -233,7 +230,7 @@ class Connections:
                 if attempt == self.retries:
                     waited = time.monotonic() - started
                     raise LockTimeoutError(str(self.path), waited) from error
-                _sleep(random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt)))  # noqa: S311
+                _sleep(backoff.pause(attempt))
                 continue
             if begin == "BEGIN IMMEDIATE":
                 crashpoints.reached("sqlite.after_commit")
