@@ -102,6 +102,7 @@ class InMemoryBackend(ClosesOnExit):
     _leases: dict[str, tuple[str, datetime]] = attrs.field(factory=dict, init=False)
     _index: MessageIndex = attrs.field(factory=MessageIndex, init=False)
     _state: dict[str, str] = attrs.field(factory=dict, init=False)
+    _memory: dict[str, tuple[str, ...]] = attrs.field(factory=dict, init=False)
     """Scope id -> its value as JSON text (so no caller shares a mutable value with us)."""
     _ledger: dict[tuple[str, str], LedgerRow] = attrs.field(factory=dict, init=False)
     """The turn ledger: ``(kind, id)`` -> row (frozen values; ``data`` copied in and out)."""
@@ -343,6 +344,36 @@ class InMemoryBackend(ClosesOnExit):
                 self._state[scope_id] = compact_json(value)
             else:
                 self._state.pop(scope_id, None)
+
+    @_locked
+    def memory_entries(self, scope_id: str) -> tuple[str, ...]:
+        """The entries of one memory scope (``ScopedMemory(backend=...)``)."""
+        return self._memory.get(scope_id, ())
+
+    @_locked
+    def change_memory(
+        self, scope_id: str, plan: Callable[[tuple[str, ...]], tuple[str, ...] | None]
+    ) -> tuple[str, ...]:
+        """Change one memory scope under the backend's lock; the entries after."""
+        current = self._memory.get(scope_id, ())
+        new = plan(current)
+        if new is None:
+            return current
+        if new:
+            self._memory[scope_id] = tuple(new)
+        else:
+            self._memory.pop(scope_id, None)
+        return tuple(new)
+
+    @_locked
+    def memory_scope_ids(self) -> list[str]:
+        """Every memory scope holding entries."""
+        return sorted(self._memory)
+
+    @_locked
+    def delete_memory(self, scope_id: str) -> bool:
+        """Delete one memory scope; whether it held entries."""
+        return self._memory.pop(scope_id, None) is not None
 
     @_locked
     def get_state(self, scope_ids: Sequence[str]) -> dict[str, dict[str, Any]]:

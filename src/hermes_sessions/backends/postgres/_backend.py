@@ -23,6 +23,7 @@ from hermes_sessions.backends.postgres import _reindex
 from hermes_sessions.backends.postgres import _schema as schema
 from hermes_sessions.backends.postgres import _state as state_sql
 from hermes_sessions.backends.postgres import _statements as statements
+from hermes_sessions.backends.postgres._memory import MemoryRows
 from hermes_sessions.backends.postgres._pool import Connections, guarded
 from hermes_sessions.backends.postgres._rows import (
     ENTRY_COLUMNS,
@@ -74,7 +75,7 @@ DSN_VARIABLE = "HERMES_SESSIONS_DSN"
 
 
 @attrs.define(eq=False)
-class PostgresBackend(Connections, ClosesOnExit):
+class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
     """Sessions, messages, routing and search in a PostgreSQL schema, shared by many hosts.
 
     Args:
