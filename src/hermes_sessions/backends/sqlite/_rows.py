@@ -215,6 +215,7 @@ _BODY_FIELDS: Final = (
     "resume_pending",
     "resume_reason",
     "previous_session_id",
+    "pending_reset",
 )
 _PLACEHOLDER_TIME: Final = "1970-01-01T00:00:00Z"
 
