@@ -9,13 +9,12 @@ A backend is two layers with different lifetimes plus one write that spans both:
 * :class:`StateStore` — JSON state in scopes (:mod:`hermes_sessions.state`), changed alone or
   with an append, and the per-session ``revision`` that every change of a session bumps.
 * :meth:`Backend.apply` — a :class:`RotationPlan` (end sessions, create one, reopen some,
-  re-point keys) committed atomically or not at all. Every rotation goes through it: automatic
-  resets, ``/new``, resume, branch and compression.
+  re-point keys) committed atomically or not at all: every rotation goes through it.
 
 Optional abilities are separate protocols, checked with ``isinstance`` (``SupportsSearch``,
-``SupportsScrub``, ``SupportsReindex`` and the others below; :class:`SearchableBackend` is a
-backend that searches). ``hermes_sessions.testing`` holds the conformance suite that states
-these contracts as tests; ``docs/backends.md`` shows how to write a backend against it.
+``SupportsScrub``, ``SupportsReindex``, the others below, and ``SupportsLedger``, defined in
+:mod:`hermes_sessions.ledger`; :class:`SearchableBackend` is a backend that searches).
+``hermes_sessions.testing`` states these contracts as tests; ``docs/backends.md`` shows how.
 
 Conventions for every method: a missing entry or session is ``None`` for lookups and
 ``SessionNotFoundError`` for writes; every method is thread-safe; after :meth:`Backend.close`
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 import attrs
 
 from hermes_sessions._rotation import EntryWrite, RotationPlan
+from hermes_sessions.ledger import SupportsLedger
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +52,7 @@ __all__ = [
     "SearchableBackend",
     "StateStore",
     "SupportsCheck",
+    "SupportsLedger",
     "SupportsReindex",
     "SupportsScrub",
     "SupportsSearch",

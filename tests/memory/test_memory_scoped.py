@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import hermes_sessions
+import pg_support
 from hermes_sessions import SessionSource
 from hermes_sessions.exceptions import (
     IncognitoMemoryError,
@@ -26,6 +27,7 @@ from hermes_sessions.memory import (
     MemoryScope,
     MemoryStore,
     ScopedMemory,
+    SupportsMemory,
     WrittenIn,
 )
 from hermes_sessions.testing import FrozenClock
@@ -381,7 +383,7 @@ def test_erasure_is_byte_clean_on_every_backend(tmp_path, store):
     with pytest.raises(hermes_sessions.MemoryDriftError):
         memory.add(MemoryScope.app(), "host note")
     assert _files_holding(memory.directory, b"LIN-APP")  # the backup holds it too
-    memory._store(MemoryScope.app()).repair("memory")
+    memory._storage.store(MemoryScope.app()).repair("memory")
 
     dry = store.erase_user("telegram", "42", dry_run=True, memory=memory)
     assert dry.memory_entries == 1  # LIN-APP; her DM and group lanes go whole, with their keys
@@ -437,3 +439,78 @@ def test_two_processes_writing_one_scope_lose_nothing(tmp_path):
         f"process {n} fact {i}" for n in range(2) for i in range(25)
     }
     assert all(e.written_in is not None and not e.written_in.private for e in entries)
+
+
+# -- memory in the database (SupportsMemory: PostgreSQL, the in-memory backend) --------------------
+
+
+def test_loading_rule_and_erasure_in_the_database(store):
+    """Where the backend stores memory, the rule and byte-clean erasure hold on its rows."""
+    if not isinstance(store.backend, SupportsMemory):
+        pytest.skip("this backend keeps memory in files (the file home tests cover it)")
+    memory = ScopedMemory(backend=store.backend, tool_writes_app=True, clock=FrozenClock())
+    plant(memory)
+    for source, profile, notes in (param.values for param in LOADING):
+        snapshot = memory.snapshot(context(source))
+        assert list(snapshot.user.entries) == profile
+        assert snapshot.lane is not None
+        assert list(snapshot.lane.entries) == notes
+    tool(
+        memory, context(LIN_GROUP), action="add", target="memory", content="LIN-APP: x", scope="app"
+    )
+    with pytest.raises(InvalidArgumentError, match="database"):
+        memory.path(MemoryScope.app())
+    for source in (LIN_DM, LIN_GROUP, BOB_GROUP):
+        store.get_or_create(source)
+    report = store.erase_user("telegram", "42", memory=memory)
+    assert report.memory_profiles == ("user:telegram:42",)
+    assert report.memory_entries == 1
+    rows = [
+        raw
+        for scope in store.backend.memory_scope_ids()
+        for raw in store.backend.memory_entries(scope)
+    ]
+    for marker in ("LIN-", "DM-NOTE", "GROUP-NOTE", "salary"):
+        assert not [row for row in rows if marker in row], marker
+    assert any("BOB-GROUP" in row for row in rows)
+    assert any("APP-FACT" in row for row in rows)
+
+
+def test_a_backend_without_memory_is_refused(tmp_path):
+    """Only a backend offering SupportsMemory can hold memory."""
+    with pytest.raises(TypeError, match="does not store memory"):
+        ScopedMemory(backend=object())  # type: ignore[arg-type]
+
+
+ADD_AS_PG_HOST = """
+import sys
+from hermes_sessions.backends.postgres import PostgresBackend
+from hermes_sessions.memory import MemoryContext, MemoryScope, ScopedMemory
+backend = PostgresBackend(sys.argv[1], schema=sys.argv[2], min_size=1, max_size=2)
+key = "agent:main:telegram:group:-100:42"
+context = MemoryContext(session_key=key, platform="telegram", user_id="42")
+memory = ScopedMemory(backend=backend, user_char_limit=1_000_000)
+for number in range(25):
+    memory.add(context.user_scope, f"host {sys.argv[3]} fact {number}", context=context)
+backend.close()
+"""
+
+
+@pytest.mark.slow
+@pg_support.requires_pg
+def test_two_postgres_hosts_writing_one_scope_lose_nothing(tmp_path):
+    """Two processes, each its own PostgreSQL host, adding to one profile keep every entry."""
+    dsn = pg_support.test_dsn()
+    backend = pg_support.open_pg(tmp_path)  # creates the schema
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE_ROOT, env.get("PYTHONPATH")]))
+    schema = pg_support.schema_for(tmp_path)
+    processes = [
+        subprocess.Popen([sys.executable, "-c", ADD_AS_PG_HOST, dsn, schema, str(n)], env=env)
+        for n in range(2)
+    ]
+    assert [process.wait() for process in processes] == [0, 0]
+    memory = ScopedMemory(backend=backend, user_char_limit=1_000_000)
+    texts = {e.text for e in memory.entries(MemoryScope.user("telegram", "42"))}
+    assert texts == {f"host {n} fact {i}" for n in range(2) for i in range(25)}
+    backend.close()

@@ -40,6 +40,7 @@ from hermes_sessions.memory._scopes import (
     MemoryScope,
     WrittenIn,
 )
+from hermes_sessions.memory._storage import SupportsMemory
 from hermes_sessions.memory._store import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MEMORY_CHAR_LIMIT,
@@ -64,6 +65,7 @@ __all__ = [
     "MemorySnapshot",
     "MemoryStore",
     "ScopedMemory",
+    "SupportsMemory",
     "TargetSnapshot",
     "WrittenIn",
     "entries_usage",

@@ -22,10 +22,8 @@ entries of the profile written in shared lanes.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import unquote
 
 import attrs
 
@@ -37,7 +35,6 @@ from hermes_sessions.exceptions import (
     InvalidMemoryContentError,
     MemoryLimitError,
     MemoryScopeError,
-    StorageError,
 )
 from hermes_sessions.memory._format import (
     MemoryResult,
@@ -57,20 +54,24 @@ from hermes_sessions.memory._scopes import (
     MemoryEraseReport,
     MemoryScope,
     WrittenIn,
-    folder_name,
+)
+from hermes_sessions.memory._storage import (
+    TARGETS,
+    BackendStorage,
+    FileStorage,
+    SupportsMemory,
 )
 from hermes_sessions.memory._store import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MEMORY_CHAR_LIMIT,
     DEFAULT_USER_CHAR_LIMIT,
-    MemoryStore,
 )
 from hermes_sessions.paths import memories_dir
 from hermes_sessions.protocols import Clock
 from hermes_sessions.threats import DEFAULT_SCANNER, ThreatScanner
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
 __all__ = ["DEFAULT_LANE_CHAR_LIMIT", "ScopedMemory"]
 
@@ -80,15 +81,11 @@ DEFAULT_LANE_CHAR_LIMIT: Final = 1375
 .. versionadded:: 0.1.0
 """
 
-# Room the stamps take on top of the limit when the file is checked for drift (an entry longer
-# than the whole limit is drift; its stamp does not count against the limit).
-_STAMP_ROOM: Final = 1024
 _TITLES: Final = {
     "app": "MEMORY (your personal notes)",
     "user": "USER PROFILE (who the user is)",
     "lane": "CONVERSATION NOTES (this conversation only)",
 }
-_TARGETS: Final = {"app": "memory", "user": "user", "lane": "memory"}
 _PRIVATE_HINT: Final = (
     "this conversation is private (a direct message), and app memory is shown in every "
     "conversation, groups included; keep the fact in scope 'lane' or in the user's profile"
@@ -98,6 +95,14 @@ _PRIVATE_HINT: Final = (
 def _scanner(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not isinstance(value, ThreatScanner):
         raise TypeError(f"{attribute.name} must be a ThreatScanner or None, got {value!r}")
+
+
+def _backend(_instance: object, _attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, SupportsMemory):
+        raise TypeError(
+            f"{type(value).__name__} does not store memory (SupportsMemory: PostgreSQL and the "
+            "in-memory backend do); leave backend out to keep memory in files"
+        )
 
 
 def _directory(value: Path | str | None) -> Path:
@@ -142,6 +147,14 @@ class ScopedMemory:
     clock: Clock = attrs.field(factory=SystemClock, kw_only=True)
     tool_writes_app: bool = attrs.field(default=False, kw_only=True)
     widen_private: bool = attrs.field(default=False, kw_only=True)
+    backend: SupportsMemory | None = attrs.field(default=None, kw_only=True, validator=_backend)
+    _storage: FileStorage | BackendStorage = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
+
+    def __attrs_post_init__(self) -> None:
+        if self.backend is not None:
+            self._storage = BackendStorage(self.backend)
+        else:
+            self._storage = FileStorage(self.directory, self.limit, self.lock_timeout, self.clock)
 
     def __repr__(self) -> str:
         return f"ScopedMemory(directory={str(self.directory)!r})"
@@ -149,8 +162,12 @@ class ScopedMemory:
     # -- where things live -------------------------------------------------------------------------
 
     def path(self, scope: MemoryScope) -> Path:
-        """The file of ``scope`` (the path shows the scope)."""
-        return self._store(scope).path(_TARGETS[scope.kind])
+        """The file of ``scope`` (the path shows the scope); not for memory in a ``backend``."""
+        if not isinstance(self._storage, FileStorage):
+            raise InvalidArgumentError(
+                f"memory lives in the backend's database (scope id {str(scope)!r}), not in a file"
+            )
+        return Path(self._storage.where(scope))
 
     def limit(self, scope: MemoryScope) -> int:
         """The character limit of ``scope``."""
@@ -160,37 +177,13 @@ class ScopedMemory:
             "lane": self.lane_char_limit,
         }[scope.kind]
 
-    def _folder(self, scope: MemoryScope) -> Path:
-        if scope.kind == "user":
-            return (
-                self.directory
-                / "users"
-                / folder_name(scope.platform or "")
-                / folder_name(scope.user_id or "")
-            )
-        if scope.kind == "lane":
-            return self.directory / "lanes" / folder_name(scope.session_key or "")
-        return self.directory
-
-    def _store(self, scope: MemoryScope) -> MemoryStore:
-        if not isinstance(scope, MemoryScope):
-            raise TypeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
-        room = self.limit(scope) + _STAMP_ROOM
-        return MemoryStore(
-            self._folder(scope),
-            memory_char_limit=room,
-            user_char_limit=room,
-            scanner=None,
-            lock_timeout=self.lock_timeout,
-            clock=self.clock,
-        )
-
     # -- reading -----------------------------------------------------------------------------------
 
     def entries(self, scope: MemoryScope) -> tuple[MemoryEntry, ...]:
         """Every entry of ``scope`` as it is on disk now, with where each was written."""
-        raw = self._store(scope).entries(_TARGETS[scope.kind])
-        return tuple(MemoryEntry.parse(entry) for entry in raw)
+        if not isinstance(scope, MemoryScope):
+            raise TypeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
+        return tuple(MemoryEntry.parse(entry) for entry in self._storage.read(scope))
 
     def snapshot(self, context: MemoryContext) -> MemorySnapshot:
         """What a conversation in ``context`` loads: app memory, the profile by the rule, notes.
@@ -219,7 +212,7 @@ class ScopedMemory:
             "lane": self.lane_char_limit,
         }[kind]
         return snapshot_target(
-            _TARGETS[kind],
+            TARGETS[kind],
             texts,
             scope_limit,
             self.scanner,
@@ -242,7 +235,7 @@ class ScopedMemory:
         :meth:`check_write`.
         """
         self.check_write(scope, "add", context)
-        target = _TARGETS[scope.kind]
+        target = TARGETS[scope.kind]
         text = self._content(content, scope, "add")
         entry = MemoryEntry(text=text, written_in=self._stamp(context))
         limit = self.limit(scope)
@@ -280,7 +273,7 @@ class ScopedMemory:
         private; an entry written in private is never found from a shared lane.
         """
         self.check_write(scope, "replace", context)
-        target = _TARGETS[scope.kind]
+        target = TARGETS[scope.kind]
         old = check_old_text(old_text, target=target, action="replace")
         text = self._content(content, scope, "replace")
         stamp = self._stamp(context)
@@ -317,7 +310,7 @@ class ScopedMemory:
     ) -> MemoryResult:
         """Remove the entry (among those ``context`` sees) containing ``old_text``."""
         self.check_write(scope, "remove", context)
-        target = _TARGETS[scope.kind]
+        target = TARGETS[scope.kind]
         old = check_old_text(old_text, target=target, action="remove")
 
         def plan(raw: tuple[str, ...]) -> Outcome:
@@ -342,7 +335,7 @@ class ScopedMemory:
         """
         if context is None:
             return
-        target = _TARGETS[scope.kind]
+        target = TARGETS[scope.kind]
         if context.incognito:
             raise IncognitoMemoryError(context.session_key, target=target, action=action)
         if scope.kind == "app":
@@ -395,23 +388,22 @@ class ScopedMemory:
         files: list[str] = []
         profiles: list[str] = []
         lanes: list[str] = []
-        for user_id in sorted(ids):
-            scope = MemoryScope.user(platform, user_id)
-            folder = self._folder(scope)
-            if folder.exists():
-                profiles.append(str(scope))
-                files.extend(str(p) for p in sorted(folder.rglob("*")) if p.is_file())
-                if not dry_run:
-                    _delete_tree(folder)
-        for key in dict.fromkeys(lane_keys):
-            folder = self._folder(MemoryScope.lane(key))
-            if folder.exists():
-                lanes.append(key)
-                files.extend(str(p) for p in sorted(folder.rglob("*")) if p.is_file())
-                if not dry_run:
-                    _delete_tree(folder)
+        wholes = [MemoryScope.user(platform, user_id) for user_id in sorted(ids)]
+        wholes += [MemoryScope.lane(key) for key in dict.fromkeys(lane_keys)]
+        for scope in wholes:
+            held = self._storage.holding(scope)
+            if not held:
+                continue
+            (profiles if scope.kind == "user" else lanes).append(
+                str(scope) if scope.kind == "user" else scope.session_key or ""
+            )
+            files.extend(held)
+            if not dry_run:
+                self._storage.delete(scope)
         removed = 0
-        for scope in self._scopes_with_entries(skip=lanes):
+        scopes = [MemoryScope.app()]
+        scopes += [MemoryScope.lane(key) for key in self._storage.lanes() if key not in lanes]
+        for scope in scopes:
             removed += self._erase_entries(scope, platform, ids, files, dry_run=dry_run)
         return MemoryEraseReport(
             entries=removed, profiles=tuple(profiles), lanes=tuple(lanes), files=tuple(files)
@@ -426,16 +418,12 @@ class ScopedMemory:
         *,
         dry_run: bool,
     ) -> int:
-        """Remove the user's entries from one file (and its drift backups); count them."""
-        path = self.path(scope)
-        if not path.exists():
-            return 0
+        """Remove the user's entries from one scope (and its drift backups); count them."""
         count = sum(1 for entry in self.entries(scope) if entry.by(platform, ids))
         if not count:
             return 0
-        files.append(str(path))
-        backups = sorted(path.parent.glob(f"{path.name}.drift-*.bak"))
-        files.extend(str(p) for p in backups)
+        files.append(self._storage.where(scope))
+        files.extend(self._storage.extras(scope))
         if dry_run:
             return count
 
@@ -443,25 +431,14 @@ class ScopedMemory:
             kept = tuple(r for r in raw if not MemoryEntry.parse(r).by(platform, ids))
             return Outcome(kept, changed=kept != raw, message="Entries erased.")
 
-        self._store(scope)._apply(_TARGETS[scope.kind], "erase", plan)  # noqa: SLF001
-        for backup in backups:
-            backup.unlink(missing_ok=True)
+        self._storage.change(scope, "erase", plan)
+        self._storage.drop_extras(scope)
         return count
-
-    def _scopes_with_entries(self, *, skip: Sequence[str]) -> Iterator[MemoryScope]:
-        """App memory and every lane's notes but ``skip``'s (profiles are erased whole)."""
-        yield MemoryScope.app()
-        lanes = self.directory / "lanes"
-        if lanes.is_dir():
-            for folder in sorted(lanes.iterdir()):
-                key = unquote(folder.name)
-                if folder.is_dir() and key not in skip:
-                    yield MemoryScope.lane(key)
 
     # -- internals ---------------------------------------------------------------------------------
 
     def _content(self, content: object, scope: MemoryScope, action: str) -> str:
-        target = _TARGETS[scope.kind]
+        target = TARGETS[scope.kind]
         text = check_content(
             content, target=target, action=action, limit=self.limit(scope), scanner=self.scanner
         )
@@ -501,8 +478,8 @@ class ScopedMemory:
         plan: Callable[[tuple[str, ...]], Outcome],
         context: MemoryContext | None,
     ) -> MemoryResult:
-        target = _TARGETS[scope.kind]
-        outcome = self._store(scope)._apply(target, action, plan)  # noqa: SLF001
+        target = TARGETS[scope.kind]
+        outcome = self._storage.change(scope, action, plan)
         entries = [MemoryEntry.parse(raw) for raw in outcome.entries]
         texts = [e.text for e in entries]
         return MemoryResult(
@@ -515,10 +492,3 @@ class ScopedMemory:
             limit=self.limit(scope),
             scope=scope.kind,
         )
-
-
-def _delete_tree(folder: Path) -> None:
-    try:
-        shutil.rmtree(folder)
-    except OSError as error:
-        raise StorageError(f"cannot delete {folder}: {error}") from error

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import attrs
 
 from hermes_sessions import options
-from hermes_sessions.backends.jsonl import _state
+from hermes_sessions.backends.jsonl import _ledger, _state
 from hermes_sessions.backends.jsonl._check import storage_problems
 from hermes_sessions.backends.jsonl._engine import DirectoryEngine
 from hermes_sessions.backends.jsonl._journal import (
@@ -143,6 +143,8 @@ class JSONLBackend(ClosesOnExit):
     """How many transcripts each process keeps in memory at most (the least recently used are
     dropped and read again when needed); ``None``: every one. Opening reads no session file."""
     _engine: DirectoryEngine = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
+    ledger_rows = _ledger.ledger_rows  # SupportsLedger: the turn ledger
+    ledger_write = _ledger.ledger_write
 
     def __attrs_post_init__(self) -> None:
         self._engine = _wrapped(_open_engine)(self)
@@ -373,7 +375,7 @@ class JSONLBackend(ClosesOnExit):
     def state_scopes(self) -> list[str]:
         """Every scope id that holds a value, sorted."""
         with self._engine.reading() as cache:
-            return sorted(cache.scopes)
+            return sorted(s for s in cache.scopes if not _ledger.is_ledger_scope(s))
 
     @_wrapped
     def update_state(

@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from hermes_sessions import options
+from hermes_sessions.backends.postgres import _ledger as ledger_sql
 from hermes_sessions.backends.postgres import _messages as writes
 from hermes_sessions.backends.postgres import _reindex
 from hermes_sessions.backends.postgres import _schema as schema
 from hermes_sessions.backends.postgres import _state as state_sql
 from hermes_sessions.backends.postgres import _statements as statements
+from hermes_sessions.backends.postgres._memory import MemoryRows
 from hermes_sessions.backends.postgres._pool import Connections, guarded
 from hermes_sessions.backends.postgres._rows import (
     ENTRY_COLUMNS,
@@ -31,6 +33,7 @@ from hermes_sessions.backends.postgres._rows import (
     entry_from_row,
     listing,
     message_from_row,
+    messages_from_rows,
     preview_of,
     record_from_row,
     record_values,
@@ -39,6 +42,7 @@ from hermes_sessions.backends.postgres._search import search as run_search
 from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
 from hermes_sessions.backends.rules import (
     apply_update,
+    check_ledger_write,
     check_message_sizes,
     check_session_revision,
     check_state_target,
@@ -58,6 +62,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from hermes_sessions.checks import CheckReport
+    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
@@ -71,7 +76,7 @@ DSN_VARIABLE = "HERMES_SESSIONS_DSN"
 
 
 @attrs.define(eq=False)
-class PostgresBackend(Connections, ClosesOnExit):
+class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
     """Sessions, messages, routing and search in a PostgreSQL schema, shared by many hosts.
 
     Args:
@@ -344,6 +349,46 @@ class PostgresBackend(Connections, ClosesOnExit):
         return self._run(work)
 
     @guarded
+    def ledger_rows(
+        self,
+        kind: LedgerKind,
+        *,
+        ids: Sequence[str] | None = None,
+        status: str | None = None,
+        session_key: str | None = None,
+    ) -> list[LedgerRow]:
+        """The stored rows of ``kind`` passing the filters, by ``(updated_at, id)``."""
+        wanted = None if ids is None else list(dict.fromkeys(ids))
+        return self._run(
+            lambda c: ledger_sql.rows(self, c, kind, wanted, status, session_key), write=False
+        )
+
+    @guarded
+    def ledger_write(
+        self,
+        session_id: str,
+        rows: Sequence[LedgerRow],
+        *,
+        messages: Sequence[Message] = (),
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
+    ) -> AppendResult:
+        """Append ``messages`` and write ``rows`` in one transaction (versions checked)."""
+        check_message_sizes(messages, self.max_message_bytes)
+        check_ledger_write(session_id, rows, len(messages))
+
+        def work(connection: psycopg.Connection[Any]) -> AppendResult:
+            result = writes.append(self, connection, session_id, messages, touch_at=touch_at)
+            if result.duplicate:
+                return result
+            if usage is not None:
+                self._update(connection, session_id, usage.values(), usage.increments())
+            ledger_sql.write(self, connection, rows, result)
+            return result
+
+        return self._run(work)
+
+    @guarded
     def get_messages(
         self,
         session_id: str,
@@ -376,7 +421,9 @@ class PostgresBackend(Connections, ClosesOnExit):
         rows = self._run(lambda c: c.execute(sql, [*params, session_id]).fetchall(), write=False)
         if not rows:
             raise missing_session(session_id)
-        return [message_from_row(row, session_id) for row in rows if row[0] is not None]
+        if rows[0][0] is None:  # the session exists and has no message in the window
+            return []
+        return messages_from_rows(rows, session_id)
 
     def _one_message(
         self, condition: str, params: tuple[Any, ...], session_id: str

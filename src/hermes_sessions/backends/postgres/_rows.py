@@ -16,12 +16,18 @@ import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, overload
 
-from hermes_sessions.backends.rules import decodes, row_key
+from hermes_sessions.backends.rules import DECODING_ERRORS, decodes, row_key
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, entry_from_storage
 from hermes_sessions.queries import decode_cursor, make_preview
-from hermes_sessions.serde import message_dict, structure, unstructure
+from hermes_sessions.serde import (
+    entry_body_values,
+    message_dict,
+    stored_message,
+    stored_messages,
+    unstructure,
+)
 from hermes_sessions.titles import lineage_key, title_key
 
 if TYPE_CHECKING:
@@ -42,6 +48,7 @@ __all__ = [
     "listing",
     "message_body",
     "message_from_row",
+    "messages_from_rows",
     "preview_of",
     "record_from_row",
     "record_values",
@@ -225,12 +232,20 @@ def message_body(message: Message) -> str:
 @decodes("messages", row_key)
 def message_from_row(row: Sequence[Any], session_id: str) -> Message:
     """Build a message from the :data:`MESSAGE_COLUMNS` of a row."""
-    data = json.loads(row[2])
-    data["id"] = row[0]
-    data["session_id"] = session_id
-    if not row[1]:
-        data["active"] = False
-    return structure(data, Message)
+    return stored_message(json.loads(row[2]), row[0], session_id, bool(row[1]))
+
+
+def messages_from_rows(rows: Sequence[Sequence[Any]], session_id: str) -> list[Message]:
+    """Build the messages of rows of :data:`MESSAGE_COLUMNS` (a window read), in order.
+
+    Rows the library wrote are decoded without re-validating each field
+    (:func:`~hermes_sessions.serde.stored_messages`); if one is damaged, the rows are decoded one
+    by one so that the ``CorruptRecordError`` names it.
+    """
+    try:
+        return stored_messages(rows, session_id)
+    except DECODING_ERRORS:
+        return [message_from_row(row, session_id) for row in rows]
 
 
 @decodes("messages")
@@ -265,7 +280,6 @@ _BODY_FIELDS: Final = (
     "previous_session_id",
     "pending_reset",
 )
-_PLACEHOLDER_TIME: Final = "1970-01-01T00:00:00Z"
 
 
 def entry_body(entry: SessionEntry) -> str:
@@ -278,17 +292,8 @@ def entry_body(entry: SessionEntry) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _entry_fields(body: str) -> tuple[tuple[str, Any], ...]:
-    """The fields an entry's JSON body holds, validated by the converter once per distinct body."""
-    probe = structure(
-        {
-            **json.loads(body),
-            "session_key": "",
-            "session_id": "x",
-            "created_at": _PLACEHOLDER_TIME,
-            "updated_at": _PLACEHOLDER_TIME,
-        },
-        SessionEntry,
-    )
+    """The fields an entry's JSON body holds, validated once per distinct body."""
+    probe = entry_body_values(json.loads(body))
     return tuple((name, getattr(probe, name)) for name in _BODY_FIELDS)
 
 

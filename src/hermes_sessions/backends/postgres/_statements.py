@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from hermes_sessions.backends.postgres import _ledger as ledger_sql
 from hermes_sessions.backends.postgres import _state as state_sql
 from hermes_sessions.backends.postgres._messages import append, transcript
 from hermes_sessions.backends.postgres._pool import lock_id
@@ -341,11 +342,12 @@ def apply_plan(
 
 
 def drop_session(pool: Connections, connection: psycopg.Connection[Any], session_id: str) -> bool:
-    """Delete a session (its messages and search rows cascade), its state; orphan its children."""
+    """Delete a session (messages and search rows cascade), state, ledger rows; orphan children."""
     cursor = connection.execute(pool.q("DELETE FROM {s}.sessions WHERE id = %s"), (session_id,))
     if cursor.rowcount == 0:
         return False
     state_sql.forget(pool, connection, session_id)
+    ledger_sql.forget(pool, connection, session_id)
     connection.execute(
         pool.q("UPDATE {s}.sessions SET parent_session_id = NULL WHERE parent_session_id = %s"),
         (session_id,),

@@ -25,6 +25,7 @@ from hermes_sessions.backends.sqlite import _batches
 from hermes_sessions.backends.sqlite import _entries as entries_sql
 from hermes_sessions.backends.sqlite import _files as files
 from hermes_sessions.backends.sqlite import _leases as leases_sql
+from hermes_sessions.backends.sqlite import _ledger as ledger_sql
 from hermes_sessions.backends.sqlite import _lookup as lookup_sql
 from hermes_sessions.backends.sqlite import _messages as messages_sql
 from hermes_sessions.backends.sqlite import _plan as plan_sql
@@ -113,6 +114,8 @@ class SQLiteBackend(ClosesOnExit):
     # Whether the FTS5 rows are known to hold the current token stream; once true, it stays so.
     _tokens_current: bool = attrs.field(default=True, init=False, on_setattr=attrs.setters.NO_OP)
     write_batch = _batches.write_batch  # SupportsWriteBatches: the async store's write batches
+    ledger_rows = ledger_sql.ledger_rows  # SupportsLedger: the turn ledger
+    ledger_write = ledger_sql.ledger_write
 
     def __attrs_post_init__(self) -> None:
         self._connections = Connections(
@@ -338,8 +341,8 @@ class SQLiteBackend(ClosesOnExit):
         include_inactive: bool = False,
         from_end: bool = False,
     ) -> list[Message]:
-        """Return messages in insertion order, optionally a window of them."""
-        return self._read(
+        """Return messages in insertion order, optionally a window of them (one statement)."""
+        return self._read_once(
             lambda c: messages_sql.window(
                 c,
                 session_id,

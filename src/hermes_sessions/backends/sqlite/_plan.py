@@ -17,6 +17,7 @@ from hermes_sessions.backends.rules import (
     first_messages,
 )
 from hermes_sessions.backends.sqlite import _entries as entries
+from hermes_sessions.backends.sqlite import _ledger as ledger
 from hermes_sessions.backends.sqlite import _messages as messages
 from hermes_sessions.backends.sqlite import _sessions as sessions
 from hermes_sessions.backends.sqlite import _state as state
@@ -31,7 +32,7 @@ __all__ = ["apply_plan", "drop_session"]
 
 
 def drop_session(connection: sqlite3.Connection, session_id: str, *, fts: bool) -> bool:
-    """Delete a session, its messages, search rows and state; orphan its children."""
+    """Delete a session, its messages, search rows, state and ledger rows; orphan its children."""
     found = connection.execute("SELECT seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if found is None:
         return False
@@ -39,6 +40,7 @@ def drop_session(connection: sqlite3.Connection, session_id: str, *, fts: bool) 
     messages.remove_all(connection, seq, fts=fts)
     sessions.delete(connection, seq, session_id)
     state.forget(connection, session_id)
+    ledger.forget(connection, session_id)
     return True
 
 

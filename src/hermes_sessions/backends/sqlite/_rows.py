@@ -15,12 +15,19 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from hermes_sessions.backends.rules import decodes, row_key
+from hermes_sessions.backends.rules import DECODING_ERRORS, decodes, row_key
 from hermes_sessions.exceptions import CorruptRecordError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import Message, SessionEntry, SessionRecord, entry_from_storage
 from hermes_sessions.queries import make_preview
-from hermes_sessions.serde import compact_json, message_dict, structure, unstructure
+from hermes_sessions.serde import (
+    compact_json,
+    entry_body_values,
+    message_dict,
+    stored_message,
+    stored_messages,
+    unstructure,
+)
 from hermes_sessions.titles import lineage_key, title_key
 
 if TYPE_CHECKING:
@@ -35,6 +42,7 @@ __all__ = [
     "from_us",
     "message_body",
     "message_from_row",
+    "messages_from_rows",
     "preview_of",
     "record_from_row",
     "record_row",
@@ -168,12 +176,20 @@ def message_body(message: Message) -> str:
 @decodes("messages", row_key)
 def message_from_row(row: Sequence[Any], session_id: str) -> Message:
     """Build a message from the :data:`MESSAGE_FIELDS` of a row."""
-    data = json.loads(row[2])
-    data["id"] = row[0]
-    data["session_id"] = session_id
-    if not row[1]:
-        data["active"] = False
-    return structure(data, Message)
+    return stored_message(json.loads(row[2]), row[0], session_id, bool(row[1]))
+
+
+def messages_from_rows(rows: Sequence[Sequence[Any]], session_id: str) -> list[Message]:
+    """Build the messages of rows of :data:`MESSAGE_FIELDS` (a window read), in order.
+
+    Rows the library wrote are decoded without re-validating each field
+    (:func:`~hermes_sessions.serde.stored_messages`); if one is damaged, the rows are decoded one
+    by one so that the ``CorruptRecordError`` names it.
+    """
+    try:
+        return stored_messages(rows, session_id)
+    except DECODING_ERRORS:
+        return [message_from_row(row, session_id) for row in rows]
 
 
 @decodes("messages")
@@ -217,7 +233,6 @@ _BODY_FIELDS: Final = (
     "previous_session_id",
     "pending_reset",
 )
-_PLACEHOLDER_TIME: Final = "1970-01-01T00:00:00Z"
 
 
 @functools.lru_cache(maxsize=4096)
@@ -225,19 +240,9 @@ def _entry_fields(body: str) -> tuple[tuple[str, Any], ...]:
     """The fields an entry's JSON body holds, validated once per distinct body.
 
     Bodies repeat (a key's origin and flags rarely change), and reading an entry is on the path
-    of every message, so the JSON is parsed and checked by the converter only once per body.
+    of every message, so the JSON is parsed and checked by the models only once per body.
     """
-    data = json.loads(body)
-    probe = structure(
-        {
-            **data,
-            "session_key": "",
-            "session_id": "x",
-            "created_at": _PLACEHOLDER_TIME,
-            "updated_at": _PLACEHOLDER_TIME,
-        },
-        SessionEntry,
-    )
+    probe = entry_body_values(json.loads(body))
     return tuple((name, getattr(probe, name)) for name in _BODY_FIELDS)
 
 

@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
-    # 1 — sessions, messages, the routing index and leases.
+    # 1 — sessions, messages, the routing index, leases and the turn ledger.
     (
         """CREATE TABLE sessions (
             seq INTEGER PRIMARY KEY,
@@ -128,6 +128,20 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             holder TEXT NOT NULL,
             expires_at INTEGER NOT NULL
         ) WITHOUT ROWID""",
+        # The turn ledger (SupportsLedger): accepted messages and replies to send.
+        """CREATE TABLE ledger (
+            kind TEXT NOT NULL,
+            id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            session_key TEXT NOT NULL,
+            status TEXT NOT NULL,
+            updated_at INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            PRIMARY KEY (kind, id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX ledger_status ON ledger (kind, status, updated_at)",
+        "CREATE INDEX ledger_session ON ledger (session_id)",
     ),
     # 2 — search support: index state, and message-time bounds per block of ids, which let
     # newest/oldest searches stop early while walking the full-text index in id order.
