@@ -28,14 +28,12 @@ from hermes_sessions.backends.postgres._pool import Connections, guarded
 from hermes_sessions.backends.postgres._rows import (
     ENTRY_COLUMNS,
     MESSAGE_COLUMNS,
-    SESSION_WIDTH,
+    POSTGRES,
     enc,
     entry_from_row,
     listing,
     message_from_row,
     messages_from_rows,
-    preview_of,
-    record_from_row,
     record_values,
 )
 from hermes_sessions.backends.postgres._search import search as run_search
@@ -53,7 +51,6 @@ from hermes_sessions.checks import make_report
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import BackendClosedError, InvalidArgumentError, StorageError
 from hermes_sessions.protocols import Capabilities
-from hermes_sessions.queries import SessionPage, SessionSummary, encode_cursor
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -65,7 +62,7 @@ if TYPE_CHECKING:
     from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import ReindexProgress, RotationPlan
-    from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
+    from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
@@ -303,17 +300,7 @@ class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
         sql, params = listing(query)
         rendered = self.q(sql)
         rows = self._run(lambda c: c.execute(rendered, params).fetchall(), write=False)
-        more = query.limit is not None and len(rows) > query.limit
-        rows = rows[: query.limit] if more else rows
-        items = [
-            SessionSummary(record=record_from_row(row), preview=preview_of(row[SESSION_WIDTH]))
-            for row in rows
-        ]
-        cursor = None
-        if more:
-            last = items[-1].record
-            cursor = encode_cursor(query.sort_value(last), last.id)
-        return SessionPage(items=items, next_cursor=cursor)
+        return POSTGRES.page(query, rows)
 
     # -- messages ----------------------------------------------------------------------------------
 
@@ -417,20 +404,16 @@ class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
         from_end: bool = False,
     ) -> list[Message]:
         """Return messages in insertion order, optionally a window of them (one statement)."""
-        inner = "SELECT id, active, body FROM {s}.messages WHERE session_seq = s.seq"
+        inner = "SELECT m.id, m.active, m.body FROM {s}.messages AS m WHERE m.session_seq = s.seq"
         params: list[Any] = []
-        if after_id is not None:
-            inner += " AND id > %s"
-            params.append(after_id)
-        if before_id is not None:
-            inner += " AND id < %s"
-            params.append(before_id)
-        if not include_inactive:
-            inner += " AND active"
-        inner += " ORDER BY id DESC" if from_end else " ORDER BY id"
-        if limit is not None:
-            inner += " LIMIT %s"
-            params.append(limit)
+        inner += POSTGRES.window(
+            params,
+            after_id=after_id,
+            before_id=before_id,
+            limit=limit,
+            include_inactive=include_inactive,
+            from_end=from_end,
+        )
         sql = self.q(
             f"SELECT m.id, m.active, m.body FROM {{s}}.sessions AS s LEFT JOIN LATERAL ({inner}) "
             "AS m ON true WHERE s.id = %s ORDER BY m.id"
