@@ -8,6 +8,7 @@ separates a user message from its reply: the orderings the OpenAI and Anthropic 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -51,15 +52,18 @@ PART_TOKENS: Final = 256
 _LATIN_CHARACTERS_PER_TOKEN: Final = 4
 
 # Han (with extensions and compatibility ideographs), kana, Hangul, full-width forms and the CJK
-# punctuation block: one character of these is about one token for today's tokenizers.
-_CJK: Final = re.compile(
-    "[\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
-    "\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]"
-)
+# punctuation block: one character of these is about one token for today's tokenizers. Compiled
+# on first use (compiling it costs about as much as a turn): a store's first turn does not count.
+@functools.cache
+def _cjk() -> re.Pattern[str]:
+    return re.compile(
+        "[\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
+        "\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]"
+    )
 
 
 def _text_tokens(text: str) -> int:
-    cjk = len(_CJK.findall(text))
+    cjk = len(_cjk().findall(text))
     return cjk + math.ceil((len(text) - cjk) / _LATIN_CHARACTERS_PER_TOKEN)
 
 

@@ -11,7 +11,6 @@ private modules of this package, one per concern; time comes from ``clock``.
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -32,11 +31,7 @@ from hermes_sessions.queries import SessionQuery
 from hermes_sessions.store import (
     _commands,
     _edits,
-    _housekeeping,
     _incognito,
-    _lineage,
-    _migration,
-    _retention,
     _rotations,
     _state,
     _titles,
@@ -45,7 +40,6 @@ from hermes_sessions.store import (
 from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
 from hermes_sessions.store._ledger import LedgerMode
 from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
-from hermes_sessions.store._retention import RetentionPolicy
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
 from hermes_sessions.store._searching import Searches
 from hermes_sessions.window import ContextWindow, context_window
@@ -59,15 +53,15 @@ if TYPE_CHECKING:
     )
     from hermes_sessions.results import AppendResult
     from hermes_sessions.state import SessionState, StateDelta
-    from hermes_sessions.store._housekeeping import PruneReport
+    from hermes_sessions.store._housekeeping import EraseReport, MemoryEraser, PruneReport
     from hermes_sessions.store._lineage import Lineage
-    from hermes_sessions.store._retention import RetentionReport
+    from hermes_sessions.store._migration import Collisions, KeyMigrationReport
+    from hermes_sessions.store._retention import RetentionPolicy, RetentionReport
     from hermes_sessions.store._targets import ResumeFilter
     from hermes_sessions.usage import Usage
 
 __all__ = ["SessionStore", "StoreOptions"]  # StoreOptions lives in _options
 
-logger = logging.getLogger(__name__)
 _ARCHIVED, _UNARCHIVED = {"archived": True}, {"archived": False}
 
 
@@ -154,7 +148,11 @@ class SessionStore(Searches, ClosesOnExit, LedgerMode):
                 try:
                     callback(event)
                 except Exception:
-                    logger.exception("on_rotate callback %r failed for %s", callback, event)
+                    import logging  # noqa: PLC0415  # loaded when a callback fails, not per process
+
+                    logging.getLogger(__name__).exception(
+                        "on_rotate callback %r failed for %s", callback, event
+                    )
 
     def _rotate_one(self, plan: RotationPlan, old: str | None, why: RotateReason) -> SessionEntry:
         """Apply a plan writing one entry; ``ConflictError`` if another writer got there first."""
@@ -510,10 +508,14 @@ class SessionStore(Searches, ClosesOnExit, LedgerMode):
         """
         query = query if query is not None else SessionQuery(**filters)
         page = _views.list_sessions(self.backend, query, include_compressed=include_compressed)
+        from hermes_sessions.store import _retention  # noqa: PLC0415  # not on the turn path
+
         return _retention.mark_expired(self, page)
 
     def lineage(self, session_id: str) -> Lineage:
         """The session's family: its ancestors and all their descendants, root first."""
+        from hermes_sessions.store import _lineage  # noqa: PLC0415  # not on the turn path
+
         return _lineage.lineage_of(self.backend, session_id)
 
     # -- housekeeping ------------------------------------------------------------------------------
@@ -527,6 +529,8 @@ class SessionStore(Searches, ClosesOnExit, LedgerMode):
         busy: Callable[[str], bool] | None = None,
     ) -> PruneReport:
         """Delete ended sessions idle since the cutoff (a dry run by default); maintain's age."""
+        from hermes_sessions.store import _housekeeping  # noqa: PLC0415  # not on the turn path
+
         return _housekeeping.prune(self, older_than, dry_run=dry_run, sources=sources, busy=busy)
 
     def maintain(
@@ -537,14 +541,42 @@ class SessionStore(Searches, ClosesOnExit, LedgerMode):
         busy: Callable[[str], bool] | None = None,
     ) -> RetentionReport:
         """Enforce ``policy`` (default ``self.retention``); ``busy(key)`` marks more active work."""
+        from hermes_sessions.store import _retention  # noqa: PLC0415  # not on the turn path
+
         return _retention.maintain(self, policy, dry_run=dry_run, busy=busy)
 
-    erase_user = _housekeeping.erase_user_of
-    """Erase one user of one platform (right to erasure), with ``memory=`` their memory too."""
+    def erase_user(
+        self,
+        platform: str,
+        *user_ids: str,
+        dry_run: bool = False,
+        memory: MemoryEraser | None = None,
+    ) -> EraseReport:
+        """Erase one user of one platform (right to erasure), with ``memory=`` their memory too."""
+        from hermes_sessions.store import _housekeeping  # noqa: PLC0415  # not on the turn path
 
-    migrate_keys = _migration.migrate_keys
-    """Move every key to a changed ``KeyPolicy``'s (a dry run): ``docs/key-migration.md``."""
+        return _housekeeping.erase_user_of(
+            self, platform, *user_ids, dry_run=dry_run, memory=memory
+        )
+
+    def migrate_keys(
+        self,
+        old_policy: KeyPolicy,
+        new_policy: KeyPolicy,
+        *,
+        dry_run: bool = True,
+        remap: Callable[[SessionSource], SessionSource] | None = None,
+        collisions: Collisions = "merge",
+    ) -> KeyMigrationReport:
+        """Move every key to a changed ``KeyPolicy``'s (a dry run): ``docs/key-migration.md``."""
+        from hermes_sessions.store import _migration  # noqa: PLC0415  # not on the turn path
+
+        return _migration.migrate_keys(
+            self, old_policy, new_policy, dry_run=dry_run, remap=remap, collisions=collisions
+        )
 
     def rebuild_routing(self) -> int:
         """Give keys without an entry their newest open session again (from records); count."""
+        from hermes_sessions.store import _housekeeping  # noqa: PLC0415  # not on the turn path
+
         return _housekeeping.rebuild_routing(self.backend)
