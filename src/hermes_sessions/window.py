@@ -51,6 +51,7 @@ PART_TOKENS: Final = 256
 
 _LATIN_CHARACTERS_PER_TOKEN: Final = 4
 
+
 # Han (with extensions and compatibility ideographs), kana, Hangul, full-width forms and the CJK
 # punctuation block: one character of these is about one token for today's tokenizers. Compiled
 # on first use (compiling it costs about as much as a turn): a store's first turn does not count.

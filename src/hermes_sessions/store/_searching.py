@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal, Unpack, overload
 
 from hermes_sessions.exceptions import InvalidArgumentError
 from hermes_sessions.queries import SearchQuery
-from hermes_sessions.store import _natural, _views
+from hermes_sessions.store import _views
 
 if TYPE_CHECKING:
     from hermes_sessions.models import Message
@@ -74,6 +74,8 @@ class Searches:
             query = SearchQuery(text=query, **filters)
         if mode == "natural":
             _views.require_search(self.backend)
+            from hermes_sessions.store import _natural  # noqa: PLC0415  # not on the turn path
+
             return _natural.natural_search(self.backend, query, group=group)
         if mode != "exact":
             raise InvalidArgumentError(f"unknown search mode {mode!r}; use 'exact' or 'natural'")

@@ -56,7 +56,10 @@ if TYPE_CHECKING:
     from hermes_sessions.store._housekeeping import EraseReport, MemoryEraser, PruneReport
     from hermes_sessions.store._lineage import Lineage
     from hermes_sessions.store._migration import Collisions, KeyMigrationReport
-    from hermes_sessions.store._retention import RetentionPolicy, RetentionReport
+    from hermes_sessions.store._retention import (  # loaded with maintain(), not per process
+        RetentionPolicy,  # noqa: TC004  # the field's annotation is never evaluated
+        RetentionReport,
+    )
     from hermes_sessions.store._targets import ResumeFilter
     from hermes_sessions.usage import Usage
 

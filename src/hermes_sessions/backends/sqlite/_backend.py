@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import attrs
 
 from hermes_sessions import options
-from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
 from hermes_sessions.backends.rules import check_message_sizes, check_state_target, check_update
 from hermes_sessions.backends.sqlite import _batches
 from hermes_sessions.backends.sqlite import _entries as entries_sql
@@ -31,12 +30,10 @@ from hermes_sessions.backends.sqlite import _messages as messages_sql
 from hermes_sessions.backends.sqlite import _plan as plan_sql
 from hermes_sessions.backends.sqlite import _reindex as reindex_sql
 from hermes_sessions.backends.sqlite import _schema as schema
-from hermes_sessions.backends.sqlite import _search as search_sql
 from hermes_sessions.backends.sqlite import _sessions as sessions_sql
 from hermes_sessions.backends.sqlite import _state as state_sql
 from hermes_sessions.backends.sqlite._connections import Connections
 from hermes_sessions.backends.sqlite._guard import guarded
-from hermes_sessions.checks import CheckProblem, CheckReport, make_report
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import (
     CorruptRecordError,
@@ -51,6 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from datetime import datetime, timedelta
 
+    from hermes_sessions.checks import CheckProblem, CheckReport
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -458,7 +456,9 @@ class SQLiteBackend(ClosesOnExit):
 
         def work(connection: sqlite3.Connection) -> list[SearchHit]:
             fts = self._fts and self._current_tokens(connection)
-            return search_sql.search(connection, query, fts=fts)
+            from hermes_sessions.backends.sqlite import _search  # noqa: PLC0415  # not per turn
+
+            return _search.search(connection, query, fts=fts)
 
         return self._read(work)
 
@@ -552,6 +552,11 @@ class SQLiteBackend(ClosesOnExit):
         after every batch and at the end. Returns 0 at once when the index is current; without
         FTS5 there is no index to rewrite.
         """
+        from hermes_sessions.backends.reindexing import (  # noqa: PLC0415  # a rare operation
+            check_batch_size,
+            run_reindex,
+        )
+
         size = check_batch_size(batch_size)
         if not self._fts:
             return 0
@@ -569,6 +574,8 @@ class SQLiteBackend(ClosesOnExit):
         ``PRAGMA integrity_check``, the full-text index against the messages, then the library's
         invariants; damage is reported, never raised. Time in proportion to the database.
         """
+        from hermes_sessions.checks import CheckProblem, make_report  # noqa: PLC0415  # on demand
+
         try:
             storage = self._storage_problems()
         except (CorruptRecordError, StorageError) as error:

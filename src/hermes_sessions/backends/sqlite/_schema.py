@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from hermes_sessions import text
 from hermes_sessions.backends.sqlite._rows import message_from_row
-from hermes_sessions.checks import CheckProblem
 from hermes_sessions.exceptions import IncompatibleStoreError
 from hermes_sessions.serde import dump_datetime
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
+
+    from hermes_sessions.checks import CheckProblem
 
 __all__ = [
     "BLOCK_SHIFT",
@@ -331,6 +332,8 @@ def build_index(connection: sqlite3.Connection) -> int:
 
 def storage_problems(connection: sqlite3.Connection, *, fts: bool) -> list[CheckProblem]:
     """What SQLite's own check and the full-text index report (``check()`` adds the rest)."""
+    from hermes_sessions.checks import CheckProblem  # noqa: PLC0415  # only when checking
+
     problems = [
         CheckProblem("storage", "PRAGMA integrity_check", str(row[0]))
         for row in connection.execute("PRAGMA integrity_check").fetchall()
