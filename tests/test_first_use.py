@@ -6,6 +6,7 @@ Structural checks in a fresh interpreter, no timing: the figures come from
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
@@ -39,6 +40,81 @@ def test_a_first_turn_loads_neither_cattrs_nor_the_search_engine():
     ).stdout.strip()
     loaded = ["hermes_sessions.text._searchable", "hermes_sessions.text._tokens"]
     assert out == repr([*loaded, "hermes_sessions.text._width"])
+
+
+# What a first turn must not load: the host side, other backends, and the store's and the SQLite
+# backend's rarer work (search, checks, re-indexing, retention, housekeeping, key migration).
+NOT_ON_THE_TURN = (
+    "cattrs",
+    "logging",
+    "hermes_sessions.adapters",
+    "hermes_sessions.aio",
+    "hermes_sessions.backends.encrypted",
+    "hermes_sessions.backends.inmemory",
+    "hermes_sessions.backends.jsonl",
+    "hermes_sessions.backends.postgres",
+    "hermes_sessions.backends.reindexing",
+    "hermes_sessions.backends.sqlite._search",
+    "hermes_sessions.backends.sqlscan",
+    "hermes_sessions.checks",
+    "hermes_sessions.cli",
+    "hermes_sessions.formats",
+    "hermes_sessions.host",
+    "hermes_sessions.integrations",
+    "hermes_sessions.interop",
+    "hermes_sessions.legacy_keys",
+    "hermes_sessions.memory",
+    "hermes_sessions.store._housekeeping",
+    "hermes_sessions.store._lane_moves",
+    "hermes_sessions.store._migration",
+    "hermes_sessions.store._natural",
+    "hermes_sessions.store._retention",
+    "hermes_sessions.testing",
+    "hermes_sessions.text._query",
+    "hermes_sessions.threats",
+    "hermes_sessions.tools",
+)
+
+
+def test_a_first_turn_loads_nothing_it_does_not_use():
+    """None of ``NOT_ON_THE_TURN`` (nor a module of those packages) is loaded by a first turn."""
+    code = FIRST_TURN.rsplit("print(", 1)[0] + "print(sorted(sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    loaded = set(ast.literal_eval(out))
+    unwanted = {
+        name
+        for name in loaded
+        for banned in NOT_ON_THE_TURN
+        if name == banned or name.startswith(f"{banned}.")
+    }
+    assert not unwanted
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["RetentionPolicy", "PruneReport", "MemoryEraser", "KeyMigrationReport", "KEY_MERGED"],
+)
+def test_the_stores_rarer_names_load_on_first_access(name):
+    """``hermes_sessions.store`` still exports them, loading their module when asked."""
+    code = (
+        "import sys, hermes_sessions.store as store; "
+        f"module = store._LAZY[{name!r}]; "
+        "assert f'hermes_sessions.store.{module}' not in sys.modules; "
+        f"from hermes_sessions.store import {name}; "
+        f"assert {name} is getattr(sys.modules[f'hermes_sessions.store.{{module}}'], {name!r}); "
+        f"assert {name!r} in dir(store)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_unknown_store_names_raise_attribute_error():
+    """``store`` has no names beyond its own."""
+    from hermes_sessions import store  # noqa: PLC0415
+
+    with pytest.raises(AttributeError, match="nothing_here"):
+        _ = store.nothing_here
 
 
 def test_the_search_side_of_text_loads_on_first_access():

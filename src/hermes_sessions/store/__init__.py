@@ -6,7 +6,8 @@ it: ``_rotations`` (rotation plans, the reset policy, the compression lease), ``
 ``_edits`` (rewinds, recalls and edits), ``_views`` (listings, grouped search, context),
 ``_retention`` (the retention engine), ``_incognito`` (lanes kept in memory only), ``_ledger``
 (the turn ledger's rules), ``_migration`` (key migration) and ``_housekeeping`` (prune, erase,
-rebuilding routing). This package re-exports the public names.
+rebuilding routing). This package re-exports the public names; those of the modules a turn
+does not need (``_retention``, ``_housekeeping``, ``_migration``) load on first access.
 """
 
 from __future__ import annotations
