@@ -17,6 +17,7 @@ Conversion to and from JSON-able dicts lives in one place, :mod:`hermes_sessions
 from __future__ import annotations
 
 import math
+import operator
 import re
 from datetime import datetime
 from types import MappingProxyType
@@ -58,8 +59,9 @@ MessageContent: TypeAlias = str | list[JSONObject] | None
 .. versionadded:: 0.1.0
 """
 
-ResetReason: TypeAlias = Literal["idle", "daily", "suspended"]
-"""Why a session was reset automatically.
+ResetReason: TypeAlias = Literal["idle", "daily", "suspended", "retention"]
+"""Why a session was reset automatically (``retention``: a retention pass deleted the key's
+live session, older than its age rule; see ``docs/retention.md``).
 
 .. versionadded:: 0.1.0
 """
@@ -74,6 +76,7 @@ EndReason: TypeAlias = Literal[
     "branched",
     "pruned",
     "key_merged",
+    "retention",
 ]
 """Why the library ends a session (``key_merged``: a key migration merged it into another key's
 history, see ``docs/key-migration.md``). Hosts may end sessions with reasons of their own, so
@@ -91,6 +94,7 @@ RotateReason: TypeAlias = Literal[
     "session_switch",
     "branched",
     "compression",
+    "retention",
 ]
 """Why a key's session id changed (``RotateEvent.reason``): first contact, an automatic reset,
 ``/new``, ``/resume``, ``/branch`` or compression.
@@ -433,6 +437,12 @@ MESSAGE_FIELDS: Final = frozenset(a.name for a in attrs.fields(Message)) - {"ext
 """Attribute names of :class:`Message` that are not free-form ``extra`` keys."""
 
 _ALL_MESSAGE_FIELDS: Final = tuple(field.name for field in attrs.fields(Message))
+_MESSAGE_VALUES: Final = operator.attrgetter(*_ALL_MESSAGE_FIELDS)
+# The slots' own setters fill a copy of a frozen message without its validators (``stamped``).
+_MESSAGE_SETTERS: Final = tuple(vars(Message)[name].__set__ for name in _ALL_MESSAGE_FIELDS)
+_SET_MESSAGE_ID: Final = vars(Message)["id"].__set__
+_SET_MESSAGE_SESSION: Final = vars(Message)["session_id"].__set__
+_SET_MESSAGE_TIME: Final = vars(Message)["timestamp"].__set__
 
 
 def entry_from_storage(**values: Any) -> SessionEntry:
@@ -464,14 +474,14 @@ def stamped(
     are copied over directly. ``None`` leaves a field as it is. For library internals only.
     """
     new = object.__new__(Message)
-    for name in _ALL_MESSAGE_FIELDS:
-        object.__setattr__(new, name, getattr(message, name))
+    for setter, value in zip(_MESSAGE_SETTERS, _MESSAGE_VALUES(message), strict=True):
+        setter(new, value)
     if message_id is not None:
-        object.__setattr__(new, "id", message_id)
+        _SET_MESSAGE_ID(new, message_id)
     if session_id is not None:
-        object.__setattr__(new, "session_id", session_id)
+        _SET_MESSAGE_SESSION(new, session_id)
     if timestamp is not None:
-        object.__setattr__(new, "timestamp", timestamp)
+        _SET_MESSAGE_TIME(new, timestamp)
     return new
 
 
@@ -507,6 +517,10 @@ class SessionEntry:
     last_prompt_tokens: int | None = attrs.field(default=None, validator=_optional_non_negative)
     previous_session_id: str | None = attrs.field(default=None, validator=_optional_session_id)
     """The session the key was pointed away from by its last reset, resume or branch."""
+    pending_reset: ResetReason | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(("retention",)))
+    )
+    """A reset done while the chat was silent (``retention``), told by the key's next lookup."""
     revision: int = attrs.field(default=0, validator=_non_negative)
 
 
@@ -580,7 +594,7 @@ class ResetDecision:
     """
 
     reason: ResetReason = attrs.field(
-        validator=attrs.validators.in_(("idle", "daily", "suspended"))
+        validator=attrs.validators.in_(("idle", "daily", "suspended", "retention"))
     )
     previous_session_id: str = attrs.field(validator=_session_id)
     notify: bool = attrs.field(validator=_bool)

@@ -14,7 +14,8 @@ module gathers what writing one takes, so that a backend's imports are one line:
   :func:`resolve_plan`, :func:`session_page`, :class:`MessageIndex`);
 * **shared helpers** — the JSON converter (:func:`structure`, :func:`unstructure`), private
   files written atomically, id validation, the check report, the re-index loop, the retry
-  pause (:mod:`hermes_sessions.backoff`);
+  pause (:mod:`hermes_sessions.backoff`), and for a SQL database the rows, filters and
+  listings of :mod:`hermes_sessions.backends.sqlrows` (:class:`SQLDialect`);
 * **the conformance suite**, :class:`BackendContract`: subclass it in a test module and
   implement ``make_backend(directory)``. It needs pytest (``pip install
   'hermes-sessions[testing]'``) and is imported only when this name is first used, so importing
@@ -76,6 +77,7 @@ from hermes_sessions.backends.rules import (
     touched_entry,
     written_ledger_rows,
 )
+from hermes_sessions.backends.sqlrows import SQLDialect
 from hermes_sessions.checks import CheckProblem, CheckReport, corrupt_problem, make_report
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import (
@@ -168,6 +170,7 @@ __all__ = [
     "ResolvedPlan",
     "RotationPlan",
     "RoutingIndex",
+    "SQLDialect",
     "SearchHit",
     "SearchQuery",
     "SearchableBackend",

@@ -129,8 +129,16 @@ what :func:`index_tokens` gives today: the backend must still answer every searc
 and PostgreSQL check candidates with :meth:`Query.matches` on the messages' text) until its
 ``reindex()`` has rewritten the rows; ``docs/search.md`` describes the migration.
 
+Natural questions
+-----------------
+:func:`natural_terms` turns a question into content terms (stop words and CJK function words
+dropped, English words stemmed, CJK stretches split by what the index holds), :func:`term_count`
+checks a text for a term, and :func:`rank_sessions` ranks sessions by coverage and BM25; the
+store's ``search(..., mode="natural")`` feeds them with exact searches on any backend.
+
 Modules: ``_width`` (width folding), ``_tokens`` (the stream), ``_query`` (parser, normal form,
-matcher), ``_ranking`` (BM25 and :class:`SearchIndex`), ``_snippets``, ``_searchable``, ``_blind``.
+matcher), ``_ranking`` (BM25 and :class:`SearchIndex`), ``_snippets``, ``_searchable``,
+``_blind``, ``_natural`` (natural questions).
 Backends use only the names in ``__all__`` below, never the private modules.
 
 The stream depends on the Unicode database of the running Python (case folding, categories):
@@ -139,26 +147,49 @@ re-index after a Python upgrade that changes the Unicode version.
 
 from __future__ import annotations
 
-from typing import Final
+import importlib
+from typing import TYPE_CHECKING, Any, Final
 
-from hermes_sessions.text._blind import blind_query, query_text
-from hermes_sessions.text._query import (
-    MAX_QUERY_LENGTH,
-    MAX_QUERY_PHRASES,
-    Clause,
-    Document,
-    Phrase,
-    Query,
-    TokenPattern,
-    match_spans,
-    parse_query,
-)
-from hermes_sessions.text._ranking import BM25_B, BM25_K1, SearchIndex, bm25_score, scoring_tokens
-from hermes_sessions.text._searchable import searchable_text
-from hermes_sessions.text._snippets import Snippet, make_snippet
 from hermes_sessions.text._tokens import Token, TokenKind, index_tokens, tokenize
 from hermes_sessions.text._width import fold_width
-from hermes_sessions.text._windows import LONG_TEXT, WINDOW, match_window
+
+if TYPE_CHECKING:
+    from hermes_sessions.text._blind import blind_query, query_text
+    from hermes_sessions.text._natural import (
+        CJK_FUNCTION_WORDS,
+        CONFIDENT_COVERAGE,
+        GENERAL_WORDS,
+        STOP_WORDS,
+        WEAK_COVERAGE,
+        Evidence,
+        NaturalTerm,
+        SessionScore,
+        natural_terms,
+        rank_sessions,
+        stem,
+        term_count,
+    )
+    from hermes_sessions.text._query import (
+        MAX_QUERY_LENGTH,
+        MAX_QUERY_PHRASES,
+        Clause,
+        Document,
+        Phrase,
+        Query,
+        TokenPattern,
+        match_spans,
+        parse_query,
+    )
+    from hermes_sessions.text._ranking import (
+        BM25_B,
+        BM25_K1,
+        SearchIndex,
+        bm25_score,
+        scoring_tokens,
+    )
+    from hermes_sessions.text._searchable import searchable_text
+    from hermes_sessions.text._snippets import Snippet, make_snippet
+    from hermes_sessions.text._windows import LONG_TEXT, WINDOW, match_window
 
 TOKENS_VERSION: Final = 2
 """The version of the index token stream (:func:`index_tokens`), for backends that store it.
@@ -172,16 +203,24 @@ differs from this one needs a re-index.
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "CJK_FUNCTION_WORDS",
+    "CONFIDENT_COVERAGE",
+    "GENERAL_WORDS",
     "LONG_TEXT",
     "MAX_QUERY_LENGTH",
     "MAX_QUERY_PHRASES",
+    "STOP_WORDS",
     "TOKENS_VERSION",
+    "WEAK_COVERAGE",
     "WINDOW",
     "Clause",
     "Document",
+    "Evidence",
+    "NaturalTerm",
     "Phrase",
     "Query",
     "SearchIndex",
+    "SessionScore",
     "Snippet",
     "Token",
     "TokenKind",
@@ -193,9 +232,69 @@ __all__ = [
     "make_snippet",
     "match_spans",
     "match_window",
+    "natural_terms",
     "parse_query",
     "query_text",
+    "rank_sessions",
     "scoring_tokens",
     "searchable_text",
+    "stem",
+    "term_count",
     "tokenize",
 ]
+
+_LAZY: Final = {
+    **dict.fromkeys(("blind_query", "query_text"), "_blind"),
+    **dict.fromkeys(
+        (
+            "MAX_QUERY_LENGTH",
+            "MAX_QUERY_PHRASES",
+            "Clause",
+            "Document",
+            "Phrase",
+            "Query",
+            "TokenPattern",
+            "match_spans",
+            "parse_query",
+        ),
+        "_query",
+    ),
+    **dict.fromkeys(
+        ("BM25_B", "BM25_K1", "SearchIndex", "bm25_score", "scoring_tokens"), "_ranking"
+    ),
+    "searchable_text": "_searchable",
+    **dict.fromkeys(
+        (
+            "CJK_FUNCTION_WORDS",
+            "CONFIDENT_COVERAGE",
+            "GENERAL_WORDS",
+            "STOP_WORDS",
+            "WEAK_COVERAGE",
+            "Evidence",
+            "NaturalTerm",
+            "SessionScore",
+            "natural_terms",
+            "rank_sessions",
+            "stem",
+            "term_count",
+        ),
+        "_natural",
+    ),
+    **dict.fromkeys(("Snippet", "make_snippet"), "_snippets"),
+    **dict.fromkeys(("LONG_TEXT", "WINDOW", "match_window"), "_windows"),
+}
+"""The search side (query language, matcher, ranking, snippets), loaded on first use: storing a
+message needs only the tokenizer, so the first turn of a process does not load the rest."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hermes_sessions.text' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"hermes_sessions.text.{module}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

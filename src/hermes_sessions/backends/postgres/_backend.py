@@ -28,20 +28,18 @@ from hermes_sessions.backends.postgres._pool import Connections, guarded
 from hermes_sessions.backends.postgres._rows import (
     ENTRY_COLUMNS,
     MESSAGE_COLUMNS,
-    SESSION_WIDTH,
+    POSTGRES,
     enc,
     entry_from_row,
     listing,
     message_from_row,
-    preview_of,
-    record_from_row,
+    messages_from_rows,
     record_values,
 )
 from hermes_sessions.backends.postgres._search import search as run_search
 from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
 from hermes_sessions.backends.rules import (
     apply_update,
-    check_ledger_write,
     check_message_sizes,
     check_session_revision,
     check_state_target,
@@ -52,7 +50,6 @@ from hermes_sessions.checks import make_report
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import BackendClosedError, InvalidArgumentError, StorageError
 from hermes_sessions.protocols import Capabilities
-from hermes_sessions.queries import SessionPage, SessionSummary, encode_cursor
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -61,10 +58,9 @@ if TYPE_CHECKING:
     import psycopg
 
     from hermes_sessions.checks import CheckReport
-    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import ReindexProgress, RotationPlan
-    from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
+    from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
@@ -104,6 +100,8 @@ class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
     ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default, as on every backend."""
     migrations_applied: int = attrs.field(default=0, init=False)
     """How many migrations opening this backend applied (0 when another host already had)."""
+    ledger_rows = ledger_sql.ledger_rows  # SupportsLedger: the turn ledger
+    ledger_write = ledger_sql.ledger_write
     # Whether the message_text rows are known to hold the current token stream (stays true).
     _tokens_current: bool = attrs.field(default=True, init=False)
 
@@ -302,17 +300,7 @@ class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
         sql, params = listing(query)
         rendered = self.q(sql)
         rows = self._run(lambda c: c.execute(rendered, params).fetchall(), write=False)
-        more = query.limit is not None and len(rows) > query.limit
-        rows = rows[: query.limit] if more else rows
-        items = [
-            SessionSummary(record=record_from_row(row), preview=preview_of(row[SESSION_WIDTH]))
-            for row in rows
-        ]
-        cursor = None
-        if more:
-            last = items[-1].record
-            cursor = encode_cursor(query.sort_value(last), last.id)
-        return SessionPage(items=items, next_cursor=cursor)
+        return POSTGRES.page(query, rows)
 
     # -- messages ----------------------------------------------------------------------------------
 
@@ -342,50 +330,27 @@ class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
                 state=state,
             )
             if usage is not None and not result.duplicate:
-                self._update(connection, session_id, usage.values(), usage.increments())
+                self._add_usage(connection, session_id, usage)
             return result
 
         return self._run(work)
 
-    @guarded
-    def ledger_rows(
-        self,
-        kind: LedgerKind,
-        *,
-        ids: Sequence[str] | None = None,
-        status: str | None = None,
-        session_key: str | None = None,
-    ) -> list[LedgerRow]:
-        """The stored rows of ``kind`` passing the filters, by ``(updated_at, id)``."""
-        wanted = None if ids is None else list(dict.fromkeys(ids))
-        return self._run(
-            lambda c: ledger_sql.rows(self, c, kind, wanted, status, session_key), write=False
-        )
+    def _add_usage(
+        self, connection: psycopg.Connection[Any], session_id: str, usage: Usage
+    ) -> None:
+        """Add a turn's usage to its session in one statement (the session is locked already).
 
-    @guarded
-    def ledger_write(
-        self,
-        session_id: str,
-        rows: Sequence[LedgerRow],
-        *,
-        messages: Sequence[Message] = (),
-        touch_at: datetime | None = None,
-        usage: Usage | None = None,
-    ) -> AppendResult:
-        """Append ``messages`` and write ``rows`` in one transaction (versions checked)."""
-        check_message_sizes(messages, self.max_message_bytes)
-        check_ledger_write(session_id, rows, len(messages))
-
-        def work(connection: psycopg.Connection[Any]) -> AppendResult:
-            result = writes.append(self, connection, session_id, messages, touch_at=touch_at)
-            if result.duplicate:
-                return result
-            if usage is not None:
-                self._update(connection, session_id, usage.values(), usage.increments())
-            ledger_sql.write(self, connection, rows, result)
-            return result
-
-        return self._run(work)
+        The counters are added in SQL (``coalesce(column, 0) + amount``) rather than read,
+        added and written back: one round trip instead of three on the path of every turn.
+        """
+        values, amounts = usage.values(), usage.increments()
+        assignments = [f"{name} = coalesce({name}, 0) + %s" for name in amounts]
+        assignments += [f"{name} = %s" for name in values]
+        if assignments:
+            connection.execute(
+                self.q(f"UPDATE {{s}}.sessions SET {', '.join(assignments)} WHERE id = %s"),
+                [*amounts.values(), *values.values(), session_id],
+            )
 
     @guarded
     def get_messages(
@@ -399,20 +364,16 @@ class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
         from_end: bool = False,
     ) -> list[Message]:
         """Return messages in insertion order, optionally a window of them (one statement)."""
-        inner = "SELECT id, active, body FROM {s}.messages WHERE session_seq = s.seq"
+        inner = "SELECT m.id, m.active, m.body FROM {s}.messages AS m WHERE m.session_seq = s.seq"
         params: list[Any] = []
-        if after_id is not None:
-            inner += " AND id > %s"
-            params.append(after_id)
-        if before_id is not None:
-            inner += " AND id < %s"
-            params.append(before_id)
-        if not include_inactive:
-            inner += " AND active"
-        inner += " ORDER BY id DESC" if from_end else " ORDER BY id"
-        if limit is not None:
-            inner += " LIMIT %s"
-            params.append(limit)
+        inner += POSTGRES.window(
+            params,
+            after_id=after_id,
+            before_id=before_id,
+            limit=limit,
+            include_inactive=include_inactive,
+            from_end=from_end,
+        )
         sql = self.q(
             f"SELECT m.id, m.active, m.body FROM {{s}}.sessions AS s LEFT JOIN LATERAL ({inner}) "
             "AS m ON true WHERE s.id = %s ORDER BY m.id"
@@ -420,7 +381,9 @@ class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
         rows = self._run(lambda c: c.execute(sql, [*params, session_id]).fetchall(), write=False)
         if not rows:
             raise missing_session(session_id)
-        return [message_from_row(row, session_id) for row in rows if row[0] is not None]
+        if rows[0][0] is None:  # the session exists and has no message in the window
+            return []
+        return messages_from_rows(rows, session_id)
 
     def _one_message(
         self, condition: str, params: tuple[Any, ...], session_id: str

@@ -18,6 +18,7 @@ from hermes_sessions import text
 from hermes_sessions.backends.postgres import _state as state_sql
 from hermes_sessions.backends.postgres._rows import (
     MESSAGE_COLUMNS,
+    POSTGRES,
     enc,
     message_body,
     message_from_row,
@@ -30,7 +31,6 @@ from hermes_sessions.backends.rules import (
     revision_step,
     tool_call_count,
 )
-from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -255,34 +255,17 @@ def replace_one(
 ) -> Message:
     """Replace one message's fields keeping its id; re-index it and fix the counters."""
     seq, _, _ = lock_session(pool, connection, session_id)
-    new = attrs.evolve(message, id=message_id, session_id=session_id)
-    old = connection.execute(
-        pool.q("SELECT active, tool_calls FROM {s}.messages WHERE session_seq = %s AND id = %s"),
-        (seq, message_id),
-    ).fetchone()
-    if old is None:
-        raise SessionNotFoundError(session_id=session_id, hint=f"it has no message {message_id}")
-    platform_id = new.platform_message_id
-    if platform_id is not None:
-        clash = connection.execute(
-            pool.q(
-                "SELECT id FROM {s}.messages WHERE session_seq = %s "
-                "AND platform_message_id = %s AND id != %s"
-            ),
-            (seq, enc(platform_id), message_id),
-        ).fetchone()
-        if clash is not None:
-            raise InvalidArgumentError(
-                f"platform message id {platform_id!r} already belongs to message {clash[0]} "
-                f"of session {session_id}; give the edit that message's id or another one"
-            )
+    new, count, tools = POSTGRES.edit(
+        lambda sql, params: connection.execute(pool.q(sql), params).fetchone(),
+        seq,
+        message_id,
+        attrs.evolve(message, session_id=session_id),
+    )
     connection.execute(
         pool.q("DELETE FROM {s}.messages WHERE session_seq = %s AND id = %s"), (seq, message_id)
     )
     rows = _Rows()
     rows.add(new)
-    tools = (tool_call_count(new) if new.active else 0) - (old[1] if old[0] else 0)
-    count = int(new.active) - int(old[0])
     _write(
         pool,
         connection,

@@ -34,15 +34,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from hermes_sessions import text
+from hermes_sessions.backends import sqlscan
 from hermes_sessions.backends.postgres._rows import (
+    POSTGRES,
     SESSION_COLUMNS,
-    enc,
-    in_list,
     message_from_row,
     record_from_row,
-    visibility_sql,
 )
-from hermes_sessions.backends.rules import make_hit, rank_hits
+from hermes_sessions.backends.rules import make_hit
 
 if TYPE_CHECKING:
     import psycopg
@@ -177,41 +176,6 @@ def loose_tsquery(query: text.Query) -> str:
 # -- running a search ------------------------------------------------------------------------------
 
 
-def _filters(query: SearchQuery, params: list[Any]) -> list[str]:  # noqa: C901  # one per filter
-    """SQL conditions on ``messages AS m`` and ``sessions AS s`` for every filter of ``query``."""
-    where = []
-    if not query.include_inactive:
-        where.append("m.active")
-    if query.roles is not None:
-        where.append(in_list("m.role", query.roles, params))
-    if query.since is not None:
-        where.append("m.timestamp >= %s")
-        params.append(query.since)
-    if query.until is not None:
-        where.append("m.timestamp < %s")
-        params.append(query.until)
-    if query.sources is not None:
-        where.append(in_list("s.source", query.sources, params))
-    if query.exclude_sources:
-        where.append(in_list("s.source", query.exclude_sources, params, negate=True))
-    if query.session_key is not None:
-        where.append("s.session_key = %s")
-        params.append(enc(query.session_key))
-    if query.session_ids is not None:
-        where.append(in_list("s.id", query.session_ids, params))
-    if query.exclude_session_ids:
-        where.append(in_list("s.id", query.exclude_session_ids, params, negate=True))
-    if query.user_id is not None:
-        where.append("s.user_id = %s")
-        params.append(enc(query.user_id))
-    if query.archived is not None:
-        where.append("s.archived = %s")
-        params.append(query.archived)
-    if query.visible_to is not None:
-        where.append(visibility_sql(query.visible_to, params))
-    return where
-
-
 _ORDER: Final = {
     "rank": "score DESC, m.timestamp DESC NULLS LAST, m.session_seq DESC, m.id DESC",
     "newest": "m.timestamp DESC NULLS LAST, m.session_seq DESC, m.id DESC",
@@ -232,7 +196,7 @@ def _candidates_sql(
     else:
         params = [exact_tsquery(parsed, excluded=False), loose, exact, loose]
         match = "((t.exact AND t.tsv @@ %s::tsquery) OR (NOT t.exact AND t.tsv @@ %s::tsquery))"
-    where = [match, *_filters(query, params)]
+    where = [match, *sqlscan.search_filters(POSTGRES, query, params)]
     sql = (
         "SELECT m.session_seq, m.id, bool_and(t.exact), "
         "max(ts_rank_cd(t.tsv, CASE WHEN t.exact THEN %s::tsquery ELSE %s::tsquery END, 1)) "
@@ -341,21 +305,5 @@ def _scan(
     pool: Connections, connection: psycopg.Connection[Any], query: SearchQuery, parsed: text.Query
 ) -> list[SearchHit]:
     """Search without the index: the shared matcher and BM25 over every filtered message."""
-    params: list[Any] = []
-    where = _filters(query, params)
-    sql = (
-        f"SELECT m.session_seq, m.id, m.active, m.body, {SESSION_COLUMNS} "
-        "FROM {s}.messages AS m JOIN {s}.sessions AS s ON s.seq = m.session_seq"
-    )
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    index = text.SearchIndex()
-    messages: list[Message] = []
-    records: dict[str, SessionRecord] = {}
-    for row in connection.execute(pool.q(sql), params):
-        record = record_from_row(row[4:])
-        record = records.setdefault(record.id, record)
-        messages.append(message_from_row(row[1:4], record.id))
-        index.add(len(messages) - 1, text.searchable_text(messages[-1]))
-    scored = [(messages[doc], score) for doc, score in index.search(parsed)]
-    return rank_hits(scored, query, parsed, records.__getitem__)
+    sql, params = sqlscan.scan(POSTGRES, query)
+    return sqlscan.scan_hits(POSTGRES, connection.execute(pool.q(sql), params), query, parsed)

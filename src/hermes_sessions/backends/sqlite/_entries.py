@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from hermes_sessions.backends import rules
-from hermes_sessions.backends.sqlite._rows import ENTRY_FIELDS, entry_body, entry_from_row, to_us
+from hermes_sessions.backends.sqlite._rows import ENTRY_FIELDS, SQLITE, entry_from_row, to_us
 
 if TYPE_CHECKING:
     import sqlite3
@@ -83,18 +83,7 @@ def points_at(connection: sqlite3.Connection, session_id: str) -> bool:
 def store(connection: sqlite3.Connection, new: SessionEntry, expected: int | None) -> SessionEntry:
     """Write ``new`` with revision ``expected + 1`` (checks are the caller's)."""
     stored = attrs.evolve(new, revision=(expected or 0) + 1)
-    connection.execute(
-        _INSERT,
-        (
-            stored.session_key,
-            stored.session_id,
-            stored.revision,
-            to_us(stored.created_at),
-            to_us(stored.updated_at),
-            stored.last_prompt_tokens,
-            entry_body(stored),
-        ),
-    )
+    connection.execute(_INSERT, SQLITE.entry_values(stored, stored.revision))
     return stored
 
 

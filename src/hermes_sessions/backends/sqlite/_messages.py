@@ -24,13 +24,14 @@ from hermes_sessions.backends.sqlite import _state as state_sql
 from hermes_sessions.backends.sqlite._clauses import CHUNK, in_list
 from hermes_sessions.backends.sqlite._rows import (
     MESSAGE_FIELDS,
+    SQLITE,
     message_body,
     message_from_row,
+    messages_from_rows,
     to_us,
 )
 from hermes_sessions.backends.sqlite._schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME, message_tokens
 from hermes_sessions.backends.sqlite._sessions import seq_of, usage_sql
-from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
 
 if TYPE_CHECKING:
     import sqlite3
@@ -74,25 +75,31 @@ def window(
     include_inactive: bool,
     from_end: bool,
 ) -> list[Message]:
-    """The session's messages in insertion order, or a window of them."""
-    sql = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.session_seq = ?"
-    params: list[Any] = [seq_of(connection, session_id)]
-    if after_id is not None:
-        sql += " AND m.id > ?"
-        params.append(after_id)
-    if before_id is not None:
-        sql += " AND m.id < ?"
-        params.append(before_id)
-    if not include_inactive:
-        sql += " AND m.active = 1"
-    sql += " ORDER BY m.id DESC" if from_end else " ORDER BY m.id"
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(limit)
+    """The session's messages in insertion order, or a window of them.
+
+    One statement (the session's row number is a subquery), so it needs no read transaction;
+    only an empty answer costs a second look, to tell a missing session from an empty one.
+    """
+    sql = (
+        f"SELECT {MESSAGE_COLUMNS} FROM messages AS m "
+        "WHERE m.session_seq = (SELECT seq FROM sessions WHERE id = ?)"
+    )
+    params: list[Any] = [session_id]
+    sql += SQLITE.window(
+        params,
+        after_id=after_id,
+        before_id=before_id,
+        limit=limit,
+        include_inactive=include_inactive,
+        from_end=from_end,
+    )
     rows = connection.execute(sql, params).fetchall()
+    if not rows:
+        seq_of(connection, session_id)  # SessionNotFoundError when there is no such session
+        return []
     if from_end:
         rows.reverse()
-    return [message_from_row(row, session_id) for row in rows]
+    return messages_from_rows(rows, session_id)
 
 
 _ONE_BY: Final = {
@@ -324,24 +331,12 @@ def replace_one(
 ) -> Message:
     """Replace one message's fields keeping its id; re-index it and fix the counters."""
     seq = seq_of(connection, session_id)
-    new = attrs.evolve(message, id=message_id, session_id=session_id)
-    old = connection.execute(
-        "SELECT active, tool_calls FROM messages WHERE session_seq = ? AND id = ?",
-        (seq, message_id),
-    ).fetchone()
-    if old is None:
-        raise SessionNotFoundError(session_id=session_id, hint=f"it has no message {message_id}")
-    platform_id = new.platform_message_id
-    if platform_id is not None:
-        clash = connection.execute(
-            "SELECT id FROM messages WHERE session_seq = ? AND platform_message_id = ? AND id != ?",
-            (seq, platform_id, message_id),
-        ).fetchone()
-        if clash is not None:
-            raise InvalidArgumentError(
-                f"platform message id {platform_id!r} already belongs to message {clash[0]} "
-                f"of session {session_id}; give the edit that message's id or another one"
-            )
+    new, count, tools = SQLITE.edit(
+        lambda sql, params: connection.execute(sql, params).fetchone(),
+        seq,
+        message_id,
+        attrs.evolve(message, session_id=session_id),
+    )
     values = _values(new, seq)
     connection.execute(
         "UPDATE messages SET role = ?, timestamp = ?, active = ?, platform_message_id = ?, "
@@ -353,8 +348,7 @@ def replace_one(
         connection.execute(_INSERT_DOCUMENT, _document(new))
     moment = NO_TIME if values[3] is None else values[3]
     _widen_blocks(connection, {message_id >> BLOCK_SHIFT: (moment, moment)})
-    tools = (values[7] if new.active else 0) - (old[1] if old[0] else 0)
-    _add_counts(connection, seq, int(new.active) - old[0], tools)
+    _add_counts(connection, seq, count, tools)
     return new
 
 

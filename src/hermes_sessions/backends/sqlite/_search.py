@@ -31,10 +31,11 @@ import heapq
 from typing import TYPE_CHECKING, Any
 
 from hermes_sessions import text
-from hermes_sessions.backends.rules import make_hit, rank_hits
-from hermes_sessions.backends.sqlite._clauses import CHUNK, in_list, session_filters
+from hermes_sessions.backends import sqlscan
+from hermes_sessions.backends.rules import make_hit
+from hermes_sessions.backends.sqlite._clauses import CHUNK, in_list
 from hermes_sessions.backends.sqlite._messages import MESSAGE_COLUMNS
-from hermes_sessions.backends.sqlite._rows import message_from_row, record_from_row, to_us
+from hermes_sessions.backends.sqlite._rows import SQLITE, message_from_row, record_from_row
 from hermes_sessions.backends.sqlite._schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME
 from hermes_sessions.backends.sqlite._sessions import SESSION_COLUMNS
 
@@ -70,28 +71,6 @@ def fts_query(query: text.Query) -> str:
     return f"{positive} NOT {_any(query.excluded)}"
 
 
-def _filters(query: SearchQuery, params: list[Any]) -> list[str]:
-    """SQL conditions on ``messages AS m`` and ``sessions AS s`` for every filter of ``query``."""
-    where = session_filters(query, params)
-    if not query.include_inactive:
-        where.append("m.active = 1")
-    if query.roles is not None:
-        where.append(in_list("m.role", query.roles, params))
-    if query.since is not None or query.until is not None:
-        where.append("m.timestamp IS NOT NULL")
-    if query.since is not None:
-        where.append("m.timestamp >= ?")
-        params.append(to_us(query.since))
-    if query.until is not None:
-        where.append("m.timestamp < ?")
-        params.append(to_us(query.until))
-    if query.session_ids is not None:
-        where.append(in_list("s.id", query.session_ids, params))
-    if query.exclude_session_ids:
-        where.append(in_list("s.id", query.exclude_session_ids, params, negate=True))
-    return where
-
-
 def search(connection: sqlite3.Connection, query: SearchQuery, *, fts: bool) -> list[SearchHit]:
     """Run ``query`` inside the caller's read transaction."""
     parsed = text.parse_query(query.text)
@@ -100,7 +79,7 @@ def search(connection: sqlite3.Connection, query: SearchQuery, *, fts: bool) -> 
     if not fts:
         return _scan(connection, query, parsed)
     params: list[Any] = [fts_query(parsed)]
-    where = ["f.messages_fts MATCH ?", *_filters(query, params)]
+    where = ["f.messages_fts MATCH ?", *sqlscan.search_filters(SQLITE, query, params)]
     source = (
         f"FROM {FTS_TABLE} AS f CROSS JOIN messages AS m ON m.id = f.rowid "
         "CROSS JOIN sessions AS s ON s.seq = m.session_seq WHERE " + " AND ".join(where)
@@ -215,23 +194,5 @@ def _scan(
     connection: sqlite3.Connection, query: SearchQuery, parsed: text.Query
 ) -> list[SearchHit]:
     """Search without FTS5: every message passing the filters is checked by the shared matcher."""
-    params: list[Any] = []
-    where = _filters(query, params)
-    sql = (
-        f"SELECT {MESSAGE_COLUMNS}, {SESSION_COLUMNS} FROM messages AS m "
-        "CROSS JOIN sessions AS s ON s.seq = m.session_seq"
-    )
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    index = text.SearchIndex()
-    messages = {}
-    records: dict[str, SessionRecord] = {}
-    for row in connection.execute(sql, params):
-        session_id = row[3]
-        if session_id not in records:
-            records[session_id] = record_from_row(row[3:])
-        message = message_from_row(row, session_id)
-        messages[row[0]] = message
-        index.add(row[0], text.searchable_text(message))
-    scored = [(messages[doc], score) for doc, score in index.search(parsed)]
-    return rank_hits(scored, query, parsed, records.__getitem__)
+    sql, params = sqlscan.scan(SQLITE, query)
+    return sqlscan.scan_hits(SQLITE, connection.execute(sql, params), query, parsed)

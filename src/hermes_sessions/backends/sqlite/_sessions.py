@@ -14,15 +14,13 @@ from hermes_sessions.backends.rules import (
     fresh_record,
     missing_session,
 )
-from hermes_sessions.backends.sqlite._clauses import in_list, session_filters
 from hermes_sessions.backends.sqlite._rows import (
-    SESSION_FIELDS,
-    preview_of,
+    SQLITE,
     record_from_row,
     record_row,
     to_us,
 )
-from hermes_sessions.queries import SessionPage, SessionSummary, decode_cursor, encode_cursor
+from hermes_sessions.backends.sqlrows import session_columns
 from hermes_sessions.titles import lineage_key, title_key
 
 if TYPE_CHECKING:
@@ -31,7 +29,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from hermes_sessions.models import SessionRecord
-    from hermes_sessions.queries import SessionQuery
+    from hermes_sessions.queries import SessionPage, SessionQuery
     from hermes_sessions.usage import Usage
 
 __all__ = [
@@ -50,7 +48,7 @@ __all__ = [
     "usage_sql",
 ]
 
-SESSION_COLUMNS: Final = ", ".join(f"s.{name}" for name in SESSION_FIELDS)
+SESSION_COLUMNS: Final = session_columns()
 """The columns :func:`~._rows.record_from_row` reads, from ``sessions AS s``."""
 
 
@@ -186,81 +184,7 @@ def delete(connection: sqlite3.Connection, seq: int, session_id: str) -> None:
 # -- listings --------------------------------------------------------------------------------------
 
 
-def _listing_filters(query: SessionQuery, params: list[Any]) -> list[str]:  # noqa: C901  # one per filter
-    where = session_filters(query, params)
-    if query.parent_session_id is not None:
-        where.append("s.parent_session_id = ?")
-        params.append(query.parent_session_id)
-    if query.ended is not None:
-        where.append("s.end_reason IS NOT NULL" if query.ended else "s.end_reason IS NULL")
-    if query.exclude_end_reasons:
-        excluded = in_list("s.end_reason", query.exclude_end_reasons, params, negate=True)
-        where.append(f"(s.end_reason IS NULL OR {excluded})")
-    if query.min_messages:
-        where.append("s.message_count >= ?")
-        params.append(query.min_messages)
-    for column, after, before in (
-        ("s.started_at", query.started_after, query.started_before),
-        ("s.last_active_at", query.active_after, query.active_before),
-    ):
-        if after is not None:
-            where.append(f"{column} >= ?")
-            params.append(to_us(after))
-        if before is not None:
-            where.append(f"{column} < ?")
-            params.append(to_us(before))
-    if query.id_prefix is not None:
-        where.append("substr(s.id, 1, length(?)) = ?")
-        params += [query.id_prefix, query.id_prefix]
-    if query.title is not None:
-        where.append("s.title_key = ?")
-        params.append(title_key(query.title))
-    if query.title_lineage is not None:
-        where.append("s.lineage_key = ?")
-        params.append(lineage_key(query.title_lineage))
-    return where
-
-
-def _listing(query: SessionQuery) -> tuple[str, list[Any]]:
-    """The SQL of one page of :meth:`TranscriptStore.list_sessions` and its parameters.
-
-    It selects :data:`SESSION_COLUMNS`, then the body of the first active user message (the
-    preview), at most ``limit + 1`` rows (the extra one says whether a next page exists).
-    """
-    params: list[Any] = []
-    where = _listing_filters(query, params)
-    column = "s.started_at" if query.order == "started" else "s.last_active_at"
-    direction = "DESC" if query.descending else "ASC"
-    if query.cursor is not None:
-        position, session_id = decode_cursor(query.cursor)
-        where.append(f"({column}, s.id) {'<' if query.descending else '>'} (?, ?)")
-        params += [to_us(position), session_id]
-    sql = (
-        f"SELECT {SESSION_COLUMNS}, (SELECT m.body FROM messages AS m "
-        "WHERE m.session_seq = s.seq AND m.active = 1 AND m.role = 'user' "
-        "ORDER BY m.id LIMIT 1) FROM sessions AS s"
-    )
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += f" ORDER BY {column} {direction}, s.id {direction}"
-    if query.limit is not None:
-        sql += " LIMIT ?"
-        params.append(query.limit + 1)
-    return sql, params
-
-
 def page(connection: sqlite3.Connection, query: SessionQuery) -> SessionPage:
     """One page of :meth:`TranscriptStore.list_sessions`, with a cursor when more follow."""
-    sql, params = _listing(query)
-    rows = connection.execute(sql, params).fetchall()
-    more = query.limit is not None and len(rows) > query.limit
-    rows = rows[: query.limit] if more else rows
-    width = len(SESSION_FIELDS)
-    items = [
-        SessionSummary(record=record_from_row(row), preview=preview_of(row[width])) for row in rows
-    ]
-    cursor = None
-    if more:
-        last = items[-1].record
-        cursor = encode_cursor(query.sort_value(last), last.id)
-    return SessionPage(items=items, next_cursor=cursor)
+    sql, params = SQLITE.listing(query)
+    return SQLITE.page(query, connection.execute(sql, params).fetchall())
