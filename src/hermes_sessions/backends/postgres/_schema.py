@@ -130,6 +130,11 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         )""",
         "CREATE INDEX ledger_status ON {s}.ledger (kind, status, updated_at)",
         "CREATE INDEX ledger_session ON {s}.ledger (session_id)",
+        # Scoped memory (hermes_sessions.memory.ScopedMemory): a JSON array of entries per scope.
+        """CREATE TABLE {s}.memory (
+            scope text COLLATE "C" PRIMARY KEY,
+            entries text NOT NULL
+        )""",
     ),
     # 2 — named values about the schema's data. ``tokens_version`` is the token stream
     # (text.TOKENS_VERSION) of the message_text rows: rows written before this migration hold
@@ -138,11 +143,6 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (
         "CREATE TABLE {s}.meta (name text PRIMARY KEY, value text NOT NULL)",
         "INSERT INTO {s}.meta (name, value) VALUES ('tokens_version', '1')",
-        # Scoped memory (hermes_sessions.memory.ScopedMemory): a JSON array of entries per scope.
-        """CREATE TABLE {s}.memory (
-            scope text COLLATE "C" PRIMARY KEY,
-            entries text NOT NULL
-        )""",
     ),
     # 3 — session state: one JSON object per scope (hermes_sessions.state), and the revision
     # every change of a session's transcript or state moves (if_revision=).
