@@ -442,6 +442,7 @@ class FileBackend(kit.ClosesOnExit):
                     ended = attrs.evolve(record, end_reason=reason, ended_at=plan.at)
                     sessions[session_id].record = ended
                     changed.add(session_id)
+            files |= self._drop(plan, sessions, changed, files)
             for session_id in changed:
                 files |= self._session_file(sessions[session_id])
             self._commit(files | self._table_file(table))
@@ -465,6 +466,31 @@ class FileBackend(kit.ClosesOnExit):
             return {}
         value = state[kit.session_scope(plan.copy_state_from)]
         return {"state.json": state | {kit.session_scope(record.id): value}}
+
+    def _drop(
+        self,
+        plan: kit.RotationPlan,
+        sessions: dict[str, kit.Transcript],
+        changed: set[str],
+        files: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The files the plan's drops change; each goes with its state, its children orphaned.
+
+        ``resolve_plan`` checked the drops with the rest: unreferenced and unchanged.
+        """
+        dropped: dict[str, Any] = {}
+        state = files.get("state.json") or self._read("state.json") or {}
+        for session_id, _ in plan.drop:
+            del sessions[session_id]
+            changed.discard(session_id)
+            dropped[self._name(session_id)] = None
+            if state.pop(kit.session_scope(session_id), None) is not None:
+                dropped["state.json"] = state
+            for child in sessions.values():
+                if child.record.parent_session_id == session_id:
+                    child.record = attrs.evolve(child.record, parent_session_id=None)
+                    changed.add(child.record.id)
+        return dropped
 
     # -- leases, search and check ------------------------------------------------------------------
 

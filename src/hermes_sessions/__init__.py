@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         MemoryEntryNotFoundError,
         MemoryLimitError,
         MemoryRefusedError,
+        MemoryScopeError,
         MessageTooLargeError,
         MissingDependencyError,
         NaiveDatetimeError,
@@ -69,7 +70,14 @@ if TYPE_CHECKING:
         session_key_parts,
     )
     from hermes_sessions.legacy_keys import read_session_key
-    from hermes_sessions.memory import MemoryResult, MemorySnapshot, MemoryStore
+    from hermes_sessions.memory import (
+        MemoryContext,
+        MemoryResult,
+        MemoryScope,
+        MemorySnapshot,
+        MemoryStore,
+        ScopedMemory,
+    )
     from hermes_sessions.models import (
         Message,
         ResetDecision,
@@ -156,6 +164,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "MemoryEntryNotFoundError",
         "MemoryLimitError",
         "MemoryRefusedError",
+        "MemoryScopeError",
         "MessageTooLargeError",
         "MissingDependencyError",
         "NaiveDatetimeError",
@@ -177,7 +186,14 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "session_key_parts",
     ),
     "hermes_sessions.legacy_keys": ("read_session_key",),
-    "hermes_sessions.memory": ("MemoryResult", "MemorySnapshot", "MemoryStore"),
+    "hermes_sessions.memory": (
+        "MemoryContext",
+        "MemoryResult",
+        "MemoryScope",
+        "MemorySnapshot",
+        "MemoryStore",
+        "ScopedMemory",
+    ),
     "hermes_sessions.results": ("AppendResult",),
     "hermes_sessions.models": (
         "Message",
@@ -276,11 +292,14 @@ __all__ = [
     "LineageLink",
     "LockTimeoutError",
     "MemoryContentBlockedError",
+    "MemoryContext",
     "MemoryDriftError",
     "MemoryEntryNotFoundError",
     "MemoryLimitError",
     "MemoryRefusedError",
     "MemoryResult",
+    "MemoryScope",
+    "MemoryScopeError",
     "MemorySnapshot",
     "MemoryStore",
     "Message",
@@ -296,6 +315,7 @@ __all__ = [
     "RetentionRemoval",
     "RetentionReport",
     "RotateEvent",
+    "ScopedMemory",
     "SearchHit",
     "SearchQuery",
     "SearchToolContext",

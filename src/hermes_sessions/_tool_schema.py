@@ -20,12 +20,22 @@ from typing import Any, Final
 
 __all__ = [
     "COUNT_PATTERN",
+    "HOSTILE",
     "KEYWORDS",
     "MEMORY_RESULT",
     "SESSION_SEARCH_RESULT",
     "ArgumentError",
+    "argument_error",
     "check_arguments",
+    "choice_argument",
     "count",
+    "count_property",
+    "hostile_error",
+    "int_argument",
+    "optional_string_argument",
+    "parse_arguments",
+    "string_argument",
+    "tool_error",
 ]
 
 KEYWORDS: Final = frozenset(
@@ -247,7 +257,102 @@ MEMORY_RESULT: Final[dict[str, Any]] = {
         "limit": {**_WHOLE, "description": "characters allowed"},
         "usage_percent": {"type": "number"},
         "backup_path": {"type": "string"},
+        "scope": {
+            "type": "string",
+            "description": "where the entry lives: app, user (a profile) or lane (notes); "
+            "on a scope refusal, the scope refused",
+        },
     },
     "required": ["success"],
 }
 """The structured result of ``memory`` (MCP's ``outputSchema``), success and refusals alike."""
+
+
+# -- argument helpers shared by the tool handlers (hermes_sessions.tools) ----------------------
+
+
+def tool_error(message: str, *, code: str, **details: Any) -> dict[str, Any]:
+    """Return the error result every handler uses."""
+    return {"success": False, "error": message, "code": code, **details}
+
+
+def argument_error(error: ArgumentError) -> dict[str, Any]:
+    """The error result of arguments the schema refuses."""
+    details = {} if error.argument is None else {"argument": error.argument}
+    return tool_error(str(error), code="invalid_arguments", **details)
+
+
+# What odd values (deep nesting, huge numbers, NaN, stray types) can raise past the checks above.
+HOSTILE: Final = (ValueError, TypeError, OverflowError, RecursionError)
+
+
+def hostile_error(error: BaseException) -> dict[str, Any]:
+    """The error result of odd values that slipped past the schema check."""
+    detail = " ".join(str(error).split())[:200] or type(error).__name__
+    return tool_error(
+        f"the arguments could not be used ({detail}); send the documented fields as plain "
+        "strings and numbers",
+        code="invalid_arguments",
+    )
+
+
+def parse_arguments(arguments: object) -> Mapping[str, Any]:
+    """Accept a mapping or the JSON text of a tool call's arguments."""
+    if isinstance(arguments, str | bytes):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except ValueError as error:  # also bytes that are not UTF-8, and over-long integers
+            message = f"the arguments are not valid JSON ({error}); send an object"
+            raise ArgumentError(message) from None
+        except RecursionError:  # nesting deeper than the interpreter's recursion limit
+            raise ArgumentError("the arguments are nested too deeply; send a flat object") from None
+    if not isinstance(arguments, Mapping):
+        raise ArgumentError(f"the arguments must be a JSON object, got {type(arguments).__name__}")
+    return arguments
+
+
+def optional_string_argument(arguments: Mapping[str, Any], name: str) -> str | None:
+    """Return a string argument, or ``None`` when it is missing or ``null``."""
+    value = arguments.get(name)
+    if value is not None and not isinstance(value, str):
+        raise ArgumentError(f"'{name}' must be a string, got {type(value).__name__}", argument=name)
+    return value
+
+
+def string_argument(arguments: Mapping[str, Any], name: str, *, why: str = "") -> str:
+    """Return a required string argument."""
+    value = optional_string_argument(arguments, name)
+    if value is None:
+        raise ArgumentError(f"'{name}' is required{why}", argument=name)
+    return value
+
+
+def choice_argument(arguments: Mapping[str, Any], name: str, choices: tuple[str, ...]) -> str:
+    """Return a required string argument that must be one of ``choices``."""
+    value = string_argument(arguments, name, why=f": one of {', '.join(choices)}")
+    if value not in choices:
+        raise ArgumentError(
+            f"unknown {name} {value!r}; use one of {', '.join(choices)}", argument=name
+        )
+    return value
+
+
+def int_argument(
+    arguments: Mapping[str, Any], name: str, *, default: int, minimum: int, maximum: int
+) -> int:
+    """Return a count argument that ``check_arguments`` let through, within ``[minimum, maximum]``.
+
+    Missing or ``null`` is ``default``; ``"5"`` and ``5.0`` are 5; above ``maximum`` is read as
+    ``maximum``, as the schema's description says.
+    """
+    return max(minimum, count(arguments.get(name), default=default, maximum=maximum))
+
+
+def count_property(description: str) -> dict[str, Any]:
+    """A count argument's schema: a positive whole number, or its digits as text, or null."""
+    return {
+        "type": ["integer", "string", "null"],
+        "minimum": 1,
+        "pattern": COUNT_PATTERN,
+        "description": description + ' A whole number; "5" is read as 5.',
+    }

@@ -19,6 +19,9 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── SessionNotFoundError       (LookupError)   no session or routing entry by id/key
     ├── AmbiguousSessionError      (LookupError)   a prefix or title names several sessions
     ├── ConflictError              (RuntimeError)  compare-and-swap lost: the revision moved on
+    │   └── LedgerConflictError                    a ledger row changed since it was read
+    ├── ClaimLostError             (RuntimeError)  another worker holds (or finished) the message
+    ├── LedgerUnavailableError     (RuntimeError)  the ledger mode is off, or the backend has none
     ├── SessionInUseError          (RuntimeError)  a key still points at the session to delete
     ├── LeaseHeldError             (RuntimeError)  another holder leases the resource (compression)
     ├── BackendClosedError         (RuntimeError)  the backend was closed
@@ -40,6 +43,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
         ├── MemoryEntryNotFoundError   (LookupError)   no entry contains ``old_text``
         ├── AmbiguousMemoryMatchError  (LookupError)   several different entries contain it
         ├── IncognitoMemoryError       (PermissionError) the call comes from an incognito lane
+        ├── MemoryScopeError           (PermissionError) the scope is not the caller's to write
         └── MemoryDriftError           (RuntimeError)  the file was edited outside the store
 
 Errors carry structured attributes (``path``, ``line``, ``key``, ``session_id``, ...) so callers can
@@ -60,6 +64,7 @@ __all__ = [
     "AmbiguousMemoryMatchError",
     "AmbiguousSessionError",
     "BackendClosedError",
+    "ClaimLostError",
     "ConflictError",
     "CorruptRecordError",
     "DecryptionError",
@@ -78,12 +83,15 @@ __all__ = [
     "InvalidTitleError",
     "InvalidValueError",
     "LeaseHeldError",
+    "LedgerConflictError",
+    "LedgerUnavailableError",
     "LockTimeoutError",
     "MemoryContentBlockedError",
     "MemoryDriftError",
     "MemoryEntryNotFoundError",
     "MemoryLimitError",
     "MemoryRefusedError",
+    "MemoryScopeError",
     "MessageTooLargeError",
     "MissingDependencyError",
     "NaiveDatetimeError",
@@ -484,6 +492,95 @@ class ConflictError(HermesSessionsError, RuntimeError):
 
 def _entry_revision(revision: int | None) -> str:
     return "no entry" if revision is None else f"revision {revision}"
+
+
+class LedgerConflictError(ConflictError):
+    """A ledger row changed since it was read (another worker accepted, claimed or marked it).
+
+    Nothing was written. The store re-reads the row and decides again.
+
+    Attributes:
+        kind: ``"inbound"`` or ``"outbound"``.
+        row_id: The row's id.
+        expected_version: The version the write was based on (0: expected no row).
+        actual_version: The version found (0: no row).
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(
+        self, kind: str, row_id: str, *, expected_version: int, actual_version: int
+    ) -> None:
+        self.kind = kind
+        self.row_id = row_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+        self.key = None
+        self.expected_revision = None
+        self.actual_revision = None
+        self.session_id = None
+        self.attempts = None
+        RuntimeError.__init__(
+            self,
+            f"{kind} ledger row {row_id!r} changed concurrently (expected version "
+            f"{expected_version}, found {actual_version}); re-read it and decide again",
+        )
+
+
+class ClaimLostError(HermesSessionsError, RuntimeError):
+    """The message is not held by this holder: another worker took it over, or it is finished.
+
+    Raised by the ledger's ``answer`` and ``fail`` (nothing was written). Drop the reply: the
+    message is answered by whoever holds it (``status`` ``"accepted"``) or already was.
+
+    Attributes:
+        session_key: The message's lane.
+        platform_message_id: The message.
+        holder: Who tried to finish it.
+        current_holder: Who holds it now (``None`` when nobody does).
+        status: Where it stands (``"accepted"``, ``"answered"``, ``"failed"``; ``None``: unknown).
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(
+        self,
+        session_key: str,
+        platform_message_id: str,
+        *,
+        holder: str,
+        current_holder: str | None,
+        status: str | None,
+    ) -> None:
+        self.session_key = session_key
+        self.platform_message_id = platform_message_id
+        self.holder = holder
+        self.current_holder = current_holder
+        self.status = status
+        if status is None:
+            what = "was never accepted"
+        elif status == "accepted":
+            what = f"is held by {current_holder!r}"
+        else:
+            what = f"is already {status}"
+        super().__init__(
+            f"message {platform_message_id!r} of {session_key!r} {what}, so {holder!r} may not "
+            "finish it; drop this reply (accept or claim the message first to answer it)"
+        )
+
+
+class LedgerUnavailableError(HermesSessionsError, RuntimeError):
+    """The turn ledger was used where it is off: the store's mode, or the backend's ability.
+
+    Attributes:
+        reason: What is missing.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"the turn ledger is unavailable: {reason}")
 
 
 class BackendClosedError(HermesSessionsError, RuntimeError):
@@ -1008,6 +1105,31 @@ class IncognitoMemoryError(MemoryRefusedError, PermissionError):
             target=target,
             action=action,
         )
+
+
+class MemoryScopeError(MemoryRefusedError, PermissionError):
+    """A write to a memory scope the caller may not write (``ScopedMemory``'s lane rule).
+
+    A conversation writes its own lane's notes and the speaking user's profile; app memory (shown
+    in every conversation) only when the host allows it, and from a private lane only when the
+    host also allows private facts to widen.
+
+    Attributes:
+        scope: The scope refused (``app``, ``user:<platform>:<id>``, ``lane:<key>``).
+
+    .. versionadded:: 0.1.0
+    """
+
+    code: ClassVar[str] = "scope_refused"
+
+    def __init__(self, reason: str, *, scope: str, target: str, action: str) -> None:
+        self.scope = scope
+        self.reason = reason
+        super().__init__(f"{action} refused: {reason}", target=target, action=action)
+
+    def details(self) -> dict[str, Any]:
+        """The scope refused."""
+        return {"scope": self.scope}
 
 
 class MemoryDriftError(MemoryRefusedError, RuntimeError):

@@ -9,13 +9,12 @@ A backend is two layers with different lifetimes plus one write that spans both:
 * :class:`StateStore` — JSON state in scopes (:mod:`hermes_sessions.state`), changed alone or
   with an append, and the per-session ``revision`` that every change of a session bumps.
 * :meth:`Backend.apply` — a :class:`RotationPlan` (end sessions, create one, reopen some,
-  re-point keys) committed atomically or not at all. Every rotation goes through it: automatic
-  resets, ``/new``, resume, branch and compression.
+  re-point keys) committed atomically or not at all: every rotation goes through it.
 
 Optional abilities are separate protocols, checked with ``isinstance`` (``SupportsSearch``,
-``SupportsScrub``, ``SupportsReindex`` and the others below; :class:`SearchableBackend` is a
-backend that searches). ``hermes_sessions.testing`` holds the conformance suite that states
-these contracts as tests; ``docs/backends.md`` shows how to write a backend against it.
+``SupportsScrub``, ``SupportsReindex``, the others below, and ``SupportsLedger``, defined in
+:mod:`hermes_sessions.ledger`; :class:`SearchableBackend` is a backend that searches).
+``hermes_sessions.testing`` states these contracts as tests; ``docs/backends.md`` shows how.
 
 Conventions for every method: a missing entry or session is ``None`` for lookups and
 ``SessionNotFoundError`` for writes; every method is thread-safe; after :meth:`Backend.close`
@@ -24,19 +23,20 @@ every method raises ``BackendClosedError``; storage failures are wrapped in ``St
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import attrs
 
-from hermes_sessions.exceptions import InvalidArgumentError
-from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
+from hermes_sessions._rotation import EntryWrite, RotationPlan
+from hermes_sessions.ledger import SupportsLedger
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+    from datetime import datetime, timedelta
     from types import TracebackType
 
     from hermes_sessions.checks import CheckReport
+    from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
@@ -52,6 +52,7 @@ __all__ = [
     "SearchableBackend",
     "StateStore",
     "SupportsCheck",
+    "SupportsLedger",
     "SupportsReindex",
     "SupportsScrub",
     "SupportsSearch",
@@ -87,102 +88,6 @@ class Capabilities:
     """Data survives closing and reopening (and crashes)."""
     multiprocess: bool
     """Several processes may open the same data at once."""
-
-
-# -- the rotation plan -----------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class EntryWrite:
-    """A compare-and-swap write of one routing entry.
-
-    ``expected_revision`` is the revision the caller read, or ``None`` if it found no entry.
-    The entry is stored with revision ``expected_revision + 1`` (1 for a new entry); the
-    ``revision`` field of ``entry`` is ignored.
-
-    .. versionadded:: 0.1.0
-    """
-
-    entry: SessionEntry
-    expected_revision: int | None
-
-
-def _tuple(value: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(value)
-
-
-@attrs.frozen(kw_only=True)
-class RotationPlan:
-    """One atomic write across both layers, computed by the store and applied by the backend.
-
-    The backend checks every precondition first — each :class:`EntryWrite` revision, each
-    session in ``require_open`` still open, the session to ``create`` not existing yet, every
-    session an entry will point to existing (or being created) — and raises
-    :class:`~hermes_sessions.exceptions.ConflictError` or
-    :class:`~hermes_sessions.exceptions.SessionNotFoundError` without writing anything if one
-    fails. Then, in one transaction:
-
-    1. ``create`` is stored (if given) with ``messages`` as its first messages — after a copy of
-       ``copy_messages_from``'s transcript, read in this same transaction;
-    2. every session in ``reopen`` loses its end reason;
-    3. every key pointing at ``from`` in ``repoint`` is re-pointed at ``to`` (revision bumped);
-    4. every key in ``delete`` loses its entry;
-    5. every ``entries`` write is stored;
-    6. every ``(session_id, session_key)`` in ``rekey`` sets that record's ``session_key``;
-    7. every ``(session_id, reason)`` in ``end`` is ended at ``at`` (first reason wins) —
-       *unless some key still points at it* after steps 3-5: a session shared by several keys
-       ends only when the last one leaves it.
-
-    ``delete`` and ``rekey`` serve :meth:`SessionStore.migrate_keys`; a key is never both
-    deleted and written by one plan (``ValueError``).
-
-    .. versionadded:: 0.1.0
-    """
-
-    at: datetime
-    """When the rotation happens (the end time of ended sessions)."""
-    create: SessionRecord | None = None
-    messages: tuple[Message, ...] = attrs.field(default=(), converter=_tuple)
-    reopen: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
-    repoint: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_tuple)
-    """``(from_session_id, to_session_id)``: move every key, whoever it belongs to."""
-    entries: tuple[EntryWrite, ...] = attrs.field(default=(), converter=_tuple)
-    end: tuple[tuple[str, EndReason | str], ...] = attrs.field(default=(), converter=_tuple)
-    """``(session_id, reason)`` pairs, ended unless still referenced (a host may use its own
-    reasons beside :data:`~hermes_sessions.models.EndReason`)."""
-    require_open: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
-    """Sessions that must not have ended (else ``ConflictError``)."""
-    delete: tuple[tuple[str, int], ...] = attrs.field(default=(), converter=_tuple)
-    """``(key, expected_revision)``: remove the entry, checked like an :class:`EntryWrite`
-    (a missing entry or another revision is a ``ConflictError``).
-
-    .. versionadded:: 0.1.0
-    """
-    rekey: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_tuple)
-    """``(session_id, session_key)``: rewrite the key a record was created under (the
-    session must exist, else ``SessionNotFoundError``; its revision does not move).
-
-    .. versionadded:: 0.1.0
-    """
-    copy_state_from: str | None = None
-    """A session whose session-scope state ``create`` starts with (compression and branch copy
-    it; a reset does not). Needs ``create``; the session must exist (else
-    ``SessionNotFoundError``)."""
-    copy_messages_from: str | None = None
-    """A session whose transcript ``create`` starts with (branch copies it), before
-    ``messages``: its active messages in order, with new ids, read in the plan's transaction so
-    an append racing the rotation is either in the copy or not at all. Needs ``create``; the
-    session must exist (else ``SessionNotFoundError``)."""
-
-    def __attrs_post_init__(self) -> None:
-        if self.copy_state_from is not None and self.create is None:
-            raise InvalidArgumentError("RotationPlan.copy_state_from needs a session to create")
-        if self.copy_messages_from is not None and self.create is None:
-            raise InvalidArgumentError("RotationPlan.copy_messages_from needs a session to create")
-        written = {write.entry.session_key for write in self.entries}
-        both = sorted(written.intersection(key for key, _ in self.delete))
-        if both:
-            raise InvalidArgumentError(f"RotationPlan deletes and writes the same keys {both}")
 
 
 # -- the two layers --------------------------------------------------------------------------------
@@ -285,7 +190,8 @@ class TranscriptStore(Protocol):
         """Delete a session, its messages and their search rows; orphan its children.
 
         Children keep existing with ``parent_session_id=None``. Returns whether it existed.
-        (The store never deletes a session a key points to.)
+        Unconditional: the store never calls it on a session a key points to, and retention
+        deletes through :attr:`RotationPlan.drop`, which re-checks that in its transaction.
         """
         ...
 

@@ -18,26 +18,37 @@ may be sent as text (``"5"``), ``null`` means "not given", and a count above the
 used is read as that largest (the description says so). ``*_RESULT_SCHEMA`` describe the
 results (MCP's ``outputSchema``).
 
-The private argument helpers (``_string_argument``, ``_int_argument``, ...) are shared by every
-tool of this module, so each new tool validates its arguments the same way.
+The argument helpers (``string_argument``, ``int_argument``, ...) live in ``_tool_schema`` beside
+the schema check and are shared by every tool, so each new tool validates its arguments the same
+way.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
 from hermes_sessions import _tool_schema
-from hermes_sessions._tool_schema import COUNT_PATTERN, check_arguments, count
+from hermes_sessions._tool_schema import HOSTILE as _HOSTILE
 from hermes_sessions._tool_schema import ArgumentError as _ArgumentError
+from hermes_sessions._tool_schema import argument_error as _argument_error
+from hermes_sessions._tool_schema import check_arguments
+from hermes_sessions._tool_schema import choice_argument as _choice_argument
+from hermes_sessions._tool_schema import count_property as _count_property
+from hermes_sessions._tool_schema import hostile_error as _hostile_error
+from hermes_sessions._tool_schema import int_argument as _int_argument
+from hermes_sessions._tool_schema import optional_string_argument as _optional_string_argument
+from hermes_sessions._tool_schema import parse_arguments as _parse_arguments
+from hermes_sessions._tool_schema import string_argument as _string_argument
+from hermes_sessions._tool_schema import tool_error as _tool_error
 from hermes_sessions.exceptions import (
     HermesSessionsError,
     IncognitoMemoryError,
+    InvalidArgumentError,
     LockTimeoutError,
     MemoryRefusedError,
+    MemoryScopeError,
 )
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.models import SessionSource
@@ -45,7 +56,9 @@ from hermes_sessions.queries import SearchQuery, Visibility
 from hermes_sessions.store import SessionStore
 
 if TYPE_CHECKING:
-    from hermes_sessions.memory import MemoryResult, MemoryStore
+    from collections.abc import Mapping
+
+    from hermes_sessions.memory import MemoryContext, MemoryResult, MemoryStore, ScopedMemory
     from hermes_sessions.models import Message, SessionRecord
 
 __all__ = [
@@ -59,112 +72,25 @@ __all__ = [
 ]
 
 
-# -- shared argument handling ----------------------------------------------------------------------
-
-
-def _tool_error(message: str, *, code: str, **details: Any) -> dict[str, Any]:
-    """Return the error result every handler uses."""
-    return {"success": False, "error": message, "code": code, **details}
-
-
-def _argument_error(error: _ArgumentError) -> dict[str, Any]:
-    details = {} if error.argument is None else {"argument": error.argument}
-    return _tool_error(str(error), code="invalid_arguments", **details)
-
-
-# What odd values (deep nesting, huge numbers, NaN, stray types) can raise past the checks above.
-_HOSTILE: Final = (ValueError, TypeError, OverflowError, RecursionError)
-
-
-def _hostile_error(error: BaseException) -> dict[str, Any]:
-    detail = " ".join(str(error).split())[:200] or type(error).__name__
-    return _tool_error(
-        f"the arguments could not be used ({detail}); send the documented fields as plain "
-        "strings and numbers",
-        code="invalid_arguments",
-    )
-
-
-def _parse_arguments(arguments: object) -> Mapping[str, Any]:
-    """Accept a mapping or the JSON text of a tool call's arguments."""
-    if isinstance(arguments, str | bytes):
-        try:
-            arguments = json.loads(arguments or "{}")
-        except ValueError as error:  # also bytes that are not UTF-8, and over-long integers
-            message = f"the arguments are not valid JSON ({error}); send an object"
-            raise _ArgumentError(message) from None
-        except RecursionError:  # nesting deeper than the interpreter's recursion limit
-            raise _ArgumentError(
-                "the arguments are nested too deeply; send a flat object"
-            ) from None
-    if not isinstance(arguments, Mapping):
-        raise _ArgumentError(f"the arguments must be a JSON object, got {type(arguments).__name__}")
-    return arguments
-
-
-def _optional_string_argument(arguments: Mapping[str, Any], name: str) -> str | None:
-    """Return a string argument, or ``None`` when it is missing or ``null``."""
-    value = arguments.get(name)
-    if value is not None and not isinstance(value, str):
-        raise _ArgumentError(
-            f"'{name}' must be a string, got {type(value).__name__}", argument=name
-        )
-    return value
-
-
-def _string_argument(arguments: Mapping[str, Any], name: str, *, why: str = "") -> str:
-    """Return a required string argument."""
-    value = _optional_string_argument(arguments, name)
-    if value is None:
-        raise _ArgumentError(f"'{name}' is required{why}", argument=name)
-    return value
-
-
-def _choice_argument(arguments: Mapping[str, Any], name: str, choices: tuple[str, ...]) -> str:
-    """Return a required string argument that must be one of ``choices``."""
-    value = _string_argument(arguments, name, why=f": one of {', '.join(choices)}")
-    if value not in choices:
-        raise _ArgumentError(
-            f"unknown {name} {value!r}; use one of {', '.join(choices)}", argument=name
-        )
-    return value
-
-
-def _int_argument(
-    arguments: Mapping[str, Any], name: str, *, default: int, minimum: int, maximum: int
-) -> int:
-    """Return a count argument that ``check_arguments`` let through, within ``[minimum, maximum]``.
-
-    Missing or ``null`` is ``default``; ``"5"`` and ``5.0`` are 5; above ``maximum`` is read as
-    ``maximum``, as the schema's description says.
-    """
-    return max(minimum, count(arguments.get(name), default=default, maximum=maximum))
-
-
-def _count_property(description: str) -> dict[str, Any]:
-    """A count argument's schema: a positive whole number, or its digits as text, or null."""
-    return {
-        "type": ["integer", "string", "null"],
-        "minimum": 1,
-        "pattern": COUNT_PATTERN,
-        "description": description + ' A whole number; "5" is read as 5.',
-    }
-
-
 # -- memory ----------------------------------------------------------------------------------------
 
 _MEMORY_ACTIONS: Final = ("add", "replace", "remove")
 _MEMORY_TARGETS: Final = ("memory", "user")
+_MEMORY_SCOPES: Final = ("lane", "app")
 
 MEMORY_TOOL_SCHEMA: Final[dict[str, Any]] = {
     "type": "function",
     "function": {
         "name": "memory",
         "description": (
-            "Save durable facts to your long-term memory, shared by all future conversations "
-            "and shown at the start of each one. Two stores: 'memory' for your own notes "
-            "(environment, project facts, conventions, lessons learned) and 'user' for what you "
-            "know about the user (name, role, preferences, how they like answers). Save what "
+            "Save durable facts to your long-term memory, shown at the start of future "
+            "conversations. Two targets: 'memory' for your own notes (environment, project "
+            "facts, conventions, lessons learned) and 'user' for what you know about the user "
+            "you are talking to (name, role, preferences, how they like answers). Each entry "
+            "has a scope, named in every result: 'user' entries go to that user's profile "
+            "(what they tell you in a private chat is not shown in groups); 'memory' notes go "
+            "to scope 'lane' (this conversation only) unless you ask for scope 'app' (every "
+            "conversation and user), which only some hosts allow. Save what "
             "will still matter next week; skip one-off task details, anything you can look up "
             "again, and secrets. Entries are short plain statements; each store has a character "
             "limit, and every result shows current usage. When a store is full, merge related "
@@ -188,6 +114,15 @@ MEMORY_TOOL_SCHEMA: Final[dict[str, Any]] = {
                     "type": "string",
                     "enum": list(_MEMORY_TARGETS),
                     "description": "'memory' for your own notes, 'user' for the user profile.",
+                },
+                "scope": {
+                    "type": ["string", "null"],
+                    "enum": [*_MEMORY_SCOPES, None],
+                    "description": (
+                        "For target 'memory': 'lane' (default: this conversation only) or "
+                        "'app' (every conversation; refused unless the host allows it, and "
+                        "never for a fact from a private chat)."
+                    ),
                 },
                 "content": {
                     "type": ["string", "null"],
@@ -224,11 +159,12 @@ MEMORY_RESULT_SCHEMA: Final[dict[str, Any]] = _tool_schema.MEMORY_RESULT
 
 
 def handle_memory(
-    store: MemoryStore,
+    store: MemoryStore | ScopedMemory,
     arguments: Mapping[str, Any] | str,
     *,
     sessions: SessionStore | None = None,
     current_key: str | None = None,
+    context: MemoryContext | None = None,
 ) -> dict[str, Any]:
     """Run one ``memory`` tool call against ``store`` and return its JSON-serialisable result.
 
@@ -245,16 +181,24 @@ def handle_memory(
     incognito lane (:meth:`SessionStore.is_incognito`) writes nothing and returns the
     :class:`~hermes_sessions.exceptions.IncognitoMemoryError` refusal (``code="incognito"``).
 
+    With a :class:`~hermes_sessions.memory.ScopedMemory`, ``context`` (a
+    :class:`~hermes_sessions.memory.MemoryContext`: the lane and the speaking user) is required:
+    ``user`` writes that user's profile, ``memory`` the lane's notes, or app memory with
+    ``scope="app"`` when the store allows it (``code="scope_refused"`` otherwise). Every success
+    names its ``scope`` (``app``, ``user``, ``lane``); a plain :class:`MemoryStore` is one memory
+    for every conversation, so its ``memory`` is ``app`` and a ``lane`` scope is refused.
+
     .. versionadded:: 0.1.0
     """
     try:
         parsed = _parse_arguments(arguments)
         check_arguments(parsed, MEMORY_TOOL_SCHEMA["function"]["parameters"])
-        if sessions is not None and current_key is not None and sessions.is_incognito(current_key):
+        lane = current_key if current_key is not None else getattr(context, "session_key", None)
+        if sessions is not None and lane is not None and sessions.is_incognito(lane):
             action = _choice_argument(parsed, "action", _MEMORY_ACTIONS)
             target = _choice_argument(parsed, "target", _MEMORY_TARGETS)
-            raise IncognitoMemoryError(current_key, target=target, action=action)
-        return _run_memory(store, parsed).to_dict()
+            raise IncognitoMemoryError(lane, target=target, action=action)
+        return _run_memory(store, parsed, context).to_dict()
     except _ArgumentError as error:
         return _argument_error(error)
     except MemoryRefusedError as error:
@@ -267,16 +211,73 @@ def handle_memory(
         return _hostile_error(error)
 
 
-def _run_memory(store: MemoryStore, arguments: Mapping[str, Any]) -> MemoryResult:
+def _run_memory(
+    store: MemoryStore | ScopedMemory, arguments: Mapping[str, Any], context: MemoryContext | None
+) -> MemoryResult:
+    from hermes_sessions.memory import ScopedMemory  # noqa: PLC0415  # keeps the import light
+
     action = _choice_argument(arguments, "action", _MEMORY_ACTIONS)
     target = _choice_argument(arguments, "target", _MEMORY_TARGETS)
+    wanted = _optional_string_argument(arguments, "scope")
+    content = old_text = ""
     if action == "add":
-        return store.add(target, _string_argument(arguments, "content", why=" for 'add'"))
-    old_text = _string_argument(arguments, "old_text", why=f" for '{action}'")
+        content = _string_argument(arguments, "content", why=" for 'add'")
+    else:
+        old_text = _string_argument(arguments, "old_text", why=f" for '{action}'")
     if action == "replace":
         content = _string_argument(arguments, "content", why=" for 'replace' (the new text)")
-        return store.replace(target, old_text, content)
-    return store.remove(target, old_text)
+    if isinstance(store, ScopedMemory):
+        return _run_scoped(store, context, action, target, wanted, content, old_text)
+    if target == "memory" and wanted == "lane":
+        raise MemoryScopeError(
+            "this host keeps one memory for every conversation; leave 'scope' out",
+            scope="lane",
+            target=target,
+            action=action,
+        )
+    if action == "add":
+        result = store.add(target, content)
+    elif action == "replace":
+        result = store.replace(target, old_text, content)
+    else:
+        result = store.remove(target, old_text)
+    return attrs.evolve(result, scope="app" if target == "memory" else "user")
+
+
+def _run_scoped(  # noqa: PLR0917  # one call's parts, from _run_memory only
+    store: ScopedMemory,
+    context: MemoryContext | None,
+    action: str,
+    target: str,
+    wanted: str | None,
+    content: str,
+    old_text: str,
+) -> MemoryResult:
+    """One call on scoped memory: the scope from the target, the lane and the speaking user."""
+    from hermes_sessions.memory import MemoryScope  # noqa: PLC0415  # keeps the import light
+
+    if context is None:
+        raise InvalidArgumentError(
+            "handle_memory on a ScopedMemory needs context=MemoryContext(session_key=..., "
+            "platform=..., user_id=...): the lane and the user the call comes from"
+        )
+    if target == "user":
+        scope = context.user_scope
+        if scope is None:
+            raise MemoryScopeError(
+                "no user is known in this conversation, so there is no profile to write; keep "
+                "the fact as a 'memory' note",
+                scope="user",
+                target=target,
+                action=action,
+            )
+    else:
+        scope = MemoryScope.app() if wanted == "app" else context.lane_scope
+    if action == "add":
+        return store.add(scope, content, context=context)
+    if action == "replace":
+        return store.replace(scope, old_text, content, context=context)
+    return store.remove(scope, old_text, context=context)
 
 
 # -- session_search --------------------------------------------------------------------------------

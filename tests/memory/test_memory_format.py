@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes_sessions.memory import ENTRY_DELIMITER, entries_usage, parse_entries, render_entries
-from hermes_sessions.memory._format import _find, drift_reason
+from hermes_sessions.memory._format import drift_reason, find_entry
 
 
 def test_parse_splits_on_the_full_delimiter_only():
@@ -66,4 +66,4 @@ def test_parsing_is_idempotent(text):
 
 def test_several_identical_matches_take_the_first():
     """When every match is the same text, the first one is the match."""
-    assert _find(["no", "same x", "same x", "other"], "x", target="memory", action="remove") == 1
+    assert find_entry(["no", "same x", "same x", "other"], "x", "memory", "remove") == 1

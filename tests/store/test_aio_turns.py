@@ -17,7 +17,7 @@ from hermes_sessions.aio import (
     handle_memory_async,
     handle_session_search_async,
 )
-from hermes_sessions.memory import MemoryStore
+from hermes_sessions.memory import MemoryContext, MemoryStore, ScopedMemory
 from hermes_sessions.tools import SearchToolContext
 
 LIN = SessionSource(platform="telegram", chat_id="7", user_id="7")
@@ -275,6 +275,23 @@ def test_memory_files_and_tools_as_coroutines(tmp_path, store):
         assert found["success"] is True
         with pytest.raises(TypeError):
             await handle_session_search_async(object(), {})  # type: ignore[arg-type]
+
+    run(scenario())
+
+
+def test_scoped_memory_through_the_async_tool_and_erasure(tmp_path, store):
+    """The async handler takes a context; the async erase_user erases the user's memory too."""
+    memory = ScopedMemory(tmp_path / "scoped")
+
+    async def scenario():
+        key = store.get_or_create(LIN).entry.session_key
+        context = MemoryContext.of(LIN, key)
+        call = {"action": "add", "target": "user", "content": "prefers 中文"}
+        result = await handle_memory_async(memory, call, context=context)
+        assert (result["success"], result["scope"]) == (True, "user")
+        report = await AsyncSessionStore(store).erase_user("telegram", LIN.user_id, memory=memory)
+        assert report.memory_profiles == (f"user:telegram:{LIN.user_id}",)
+        assert memory.entries(context.user_scope) == ()
 
     run(scenario())
 

@@ -233,6 +233,103 @@ def test_a_key_moved_onto_a_chosen_session_during_the_pass_keeps_it(store, clock
     assert ids[1] in report.session_ids
 
 
+def inject_before_delete(monkeypatch, store, session_id, action):
+    """Run ``action`` once, right before the backend deletes ``session_id`` (however it does).
+
+    The backend class is patched (its instances are slotted); the patch ends with the test.
+    """
+    kind = type(store.backend)
+    apply, delete = kind.apply, kind.delete_session
+    pending = [action]
+
+    def run_pending(target: str) -> None:
+        if target == session_id and pending:
+            pending.pop()()
+
+    def injected_apply(self, plan):
+        for dropped, _revision in getattr(plan, "drop", ()):
+            run_pending(dropped)
+        return apply(self, plan)
+
+    def injected_delete(self, target):
+        run_pending(target)
+        return delete(self, target)
+
+    monkeypatch.setattr(kind, "apply", injected_apply)
+    monkeypatch.setattr(kind, "delete_session", injected_delete)
+
+
+def test_a_resume_between_the_last_check_and_the_delete_keeps_the_session(
+    store, clock, monkeypatch
+):
+    """A /resume landing after every check of the pass, just before its delete: nothing lost.
+
+    The delete itself is conditional (``RotationPlan.drop``), so the resumed session stays, the
+    key still reaches it, and the message acknowledged after the resume is there.
+    """
+    ids = history(store, LIN, 3)
+    key = store.key_for(LIN)
+    clock.advance(days=10)
+
+    def resume_and_talk() -> None:
+        store.resume(key, ids[0])
+        store.append(ids[0], user("acknowledged after the resume"))
+
+    inject_before_delete(monkeypatch, store, ids[0], resume_and_talk)
+    report = store.maintain(RetentionPolicy(max_age=timedelta(days=1)))
+    assert store.entry(key).session_id == ids[0]
+    assert store.transcript(ids[0])[-1].content == "acknowledged after the resume"
+    assert ids[0] in report.spared
+    assert ids[0] not in report.session_ids
+    assert ids[1] in report.session_ids
+    lookup = store.get_or_create(LIN)
+    assert lookup.session_id == ids[0]
+    store.append(lookup.session_id, user("and the chat goes on"))
+
+
+def test_a_session_changed_and_left_again_before_the_delete_is_kept(store, clock, monkeypatch):
+    """Resumed, written to and left again before the delete: its revision moved on, it stays."""
+    ids = history(store, LIN, 3)
+    key = store.key_for(LIN)
+    clock.advance(days=10)
+
+    def resume_talk_and_leave() -> None:
+        store.resume(key, ids[0])
+        store.append(ids[0], user("said in passing"))
+        store.reset(key)
+
+    inject_before_delete(monkeypatch, store, ids[0], resume_talk_and_leave)
+    report = store.prune(timedelta(days=1), dry_run=False)
+    assert store.transcript(ids[0])[-1].content == "said in passing"
+    assert ids[0] not in report.session_ids
+    assert ids[1] in report.session_ids
+
+
+def test_active_work_is_asked_again_before_the_delete(make_backend, clock, monkeypatch):
+    """A key that became busy after its session was chosen (its lease taken) keeps it."""
+    busy = {"lin": False}
+    store = SessionStore(make_backend(), clock=clock, active_work=lambda _key: busy["lin"])
+    try:
+        ids = history(store, LIN, 2)
+        clock.advance(days=10)
+        kind = type(store.backend)
+        acquire = kind.acquire_lease
+
+        def chosen(self, resource, holder, **kwargs):
+            taken = acquire(self, resource, holder, **kwargs)
+            if resource == f"compress:{ids[0]}":
+                busy["lin"] = True  # a turn of the key starts right after the choice
+            return taken
+
+        monkeypatch.setattr(kind, "acquire_lease", chosen)
+        report = store.maintain(RetentionPolicy(max_age=timedelta(days=1)))
+        assert report.removed == ()
+        assert report.spared == (ids[0],)
+        assert exists(store, ids[0])
+    finally:
+        store.close()
+
+
 def test_a_resumed_and_a_suspended_key_keep_their_sessions(store, clock):
     """A key resumed onto an old session, then suspended, keeps pointing at it; it stays."""
     ids = history(store, LIN, 3)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from pathlib import Path
 
-    from hermes_sessions.memory import MemoryResult, MemorySnapshot
+    from hermes_sessions.memory import MemoryContext, MemoryResult, MemorySnapshot, ScopedMemory
     from hermes_sessions.store import SessionStore
 
 __all__ = ["AsyncMemoryStore", "handle_memory_async", "handle_session_search_async"]
@@ -85,16 +85,17 @@ class AsyncMemoryStore:
 
 
 async def handle_memory_async(
-    store: MemoryStore | AsyncMemoryStore,
+    store: MemoryStore | ScopedMemory | AsyncMemoryStore,
     arguments: Mapping[str, Any] | str,
     *,
     sessions: SessionStore | AsyncSessionStore | None = None,
     current_key: str | None = None,
+    context: MemoryContext | None = None,
 ) -> dict[str, Any]:
     """:func:`~hermes_sessions.tools.handle_memory` without blocking the event loop.
 
     ``sessions`` (a session store, sync or async) and ``current_key`` refuse a call from an
-    incognito lane, as there.
+    incognito lane, as there; ``context`` is the lane and user a ``ScopedMemory`` call comes from.
 
     .. versionadded:: 0.1.0
     """
@@ -102,7 +103,13 @@ async def handle_memory_async(
     memory = store.store if isinstance(store, AsyncMemoryStore) else store
     executor = store.executor if isinstance(store, AsyncMemoryStore) else None
     return await _in_thread(
-        executor, handle_memory, memory, arguments, sessions=lanes, current_key=current_key
+        executor,
+        handle_memory,
+        memory,
+        arguments,
+        sessions=lanes,
+        current_key=current_key,
+        context=context,
     )
 
 

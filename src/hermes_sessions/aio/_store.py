@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         AnchoredView,
         EraseReport,
         Lineage,
+        MemoryEraser,
         PruneReport,
         RetentionPolicy,
         RetentionReport,
@@ -572,9 +573,17 @@ class AsyncSessionStore:
         self._maintenance = task
         return task
 
-    async def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
+    async def erase_user(
+        self,
+        platform: str,
+        *user_ids: str,
+        dry_run: bool = False,
+        memory: MemoryEraser | None = None,
+    ) -> EraseReport:
         """Async :meth:`SessionStore.erase_user`."""
-        return await self._run(self.store.erase_user, platform, *user_ids, dry_run=dry_run)
+        return await self._run(
+            self.store.erase_user, platform, *user_ids, dry_run=dry_run, memory=memory
+        )
 
     migrate_keys = _migration.migrate_keys  # async SessionStore.migrate_keys, a dry run by default
 

@@ -47,6 +47,10 @@ from hermes_sessions.backends.rules import (
     SETTABLE_FIELDS,
     AppendPlan,
     apply_update,
+    check_drop_revisions,
+    check_drops_unreferenced,
+    check_ledger_versions,
+    check_ledger_write,
     check_message_sizes,
     check_plan,
     check_revision,
@@ -58,6 +62,8 @@ from hermes_sessions.backends.rules import (
     first_messages,
     fresh_record,
     lease_is_free,
+    ledger_order,
+    ledger_row_matches,
     make_hit,
     merged_states,
     message_size,
@@ -69,6 +75,7 @@ from hermes_sessions.backends.rules import (
     session_scope,
     tool_call_count,
     touched_entry,
+    written_ledger_rows,
 )
 from hermes_sessions.backends.sqlrows import SQLDialect
 from hermes_sessions.checks import CheckProblem, CheckReport, corrupt_problem, make_report
@@ -80,6 +87,7 @@ from hermes_sessions.exceptions import (
     IncompatibleStoreError,
     InvalidArgumentError,
     InvalidIdError,
+    LedgerConflictError,
     MessageTooLargeError,
     SessionNotFoundError,
     StateTooLargeError,
@@ -88,6 +96,7 @@ from hermes_sessions.exceptions import (
 )
 from hermes_sessions.files import create_file, make_private_dir, replace_file, write_file
 from hermes_sessions.ids import validate_session_id
+from hermes_sessions.ledger import LedgerKind, LedgerRow
 from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
 from hermes_sessions.options import DEFAULT_MAX_MESSAGE_BYTES
 from hermes_sessions.protocols import (
@@ -101,6 +110,7 @@ from hermes_sessions.protocols import (
     SearchableBackend,
     StateStore,
     SupportsCheck,
+    SupportsLedger,
     SupportsReindex,
     SupportsScrub,
     SupportsSearch,
@@ -150,6 +160,9 @@ __all__ = [
     "IncompatibleStoreError",
     "InvalidArgumentError",
     "InvalidIdError",
+    "LedgerConflictError",
+    "LedgerKind",
+    "LedgerRow",
     "Message",
     "MessageIndex",
     "MessageTooLargeError",
@@ -172,6 +185,7 @@ __all__ = [
     "StateTooLargeError",
     "StorageError",
     "SupportsCheck",
+    "SupportsLedger",
     "SupportsReindex",
     "SupportsScrub",
     "SupportsSearch",
@@ -185,6 +199,10 @@ __all__ = [
     "apply_update",
     "backoff",
     "check_batch_size",
+    "check_drop_revisions",
+    "check_drops_unreferenced",
+    "check_ledger_versions",
+    "check_ledger_write",
     "check_message_sizes",
     "check_plan",
     "check_revision",
@@ -200,6 +218,8 @@ __all__ = [
     "first_messages",
     "fresh_record",
     "lease_is_free",
+    "ledger_order",
+    "ledger_row_matches",
     "make_hit",
     "make_preview",
     "make_private_dir",
@@ -224,6 +244,7 @@ __all__ = [
     "unstructure",
     "validate_session_id",
     "write_file",
+    "written_ledger_rows",
 ]
 
 

@@ -7,6 +7,7 @@ in-memory index, so it matches exactly what every other backend matches.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from datetime import datetime, timedelta
@@ -24,6 +25,8 @@ from hermes_sessions.backends.memtables import (
 )
 from hermes_sessions.backends.rules import (
     apply_update,
+    check_ledger_versions,
+    check_ledger_write,
     check_message_sizes,
     check_session_revision,
     check_state_target,
@@ -32,14 +35,18 @@ from hermes_sessions.backends.rules import (
     first_messages,
     fresh_record,
     lease_is_free,
+    ledger_order,
+    ledger_row_matches,
     merged_states,
     missing_session,
     revision_step,
     session_scope,
+    written_ledger_rows,
 )
 from hermes_sessions.checks import make_report
 from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import BackendClosedError
+from hermes_sessions.ledger import LedgerRow
 from hermes_sessions.protocols import Capabilities
 from hermes_sessions.serde import compact_json
 
@@ -47,6 +54,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from hermes_sessions.checks import CheckReport
+    from hermes_sessions.ledger import LedgerKind
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -94,7 +102,10 @@ class InMemoryBackend(ClosesOnExit):
     _leases: dict[str, tuple[str, datetime]] = attrs.field(factory=dict, init=False)
     _index: MessageIndex = attrs.field(factory=MessageIndex, init=False)
     _state: dict[str, str] = attrs.field(factory=dict, init=False)
+    _memory: dict[str, tuple[str, ...]] = attrs.field(factory=dict, init=False)
     """Scope id -> its value as JSON text (so no caller shares a mutable value with us)."""
+    _ledger: dict[tuple[str, str], LedgerRow] = attrs.field(factory=dict, init=False)
+    """The turn ledger: ``(kind, id)`` -> row (frozen values; ``data`` copied in and out)."""
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._sessions)} sessions"
@@ -120,6 +131,7 @@ class InMemoryBackend(ClosesOnExit):
             self._sessions.clear()
             self._index = MessageIndex()
             self._state.clear()
+            self._ledger.clear()
 
     # -- routing index -----------------------------------------------------------------------------
 
@@ -212,6 +224,8 @@ class InMemoryBackend(ClosesOnExit):
         if transcript is None:
             return False
         self._state.pop(session_scope(session_id), None)
+        for place in [p for p, row in self._ledger.items() if row.session_id == session_id]:
+            del self._ledger[place]
         for message_id in transcript.messages:
             self._index.remove(session_id, message_id)
         for child in self._sessions.values():
@@ -272,6 +286,50 @@ class InMemoryBackend(ClosesOnExit):
         for message in messages:
             self._index.add(message)
 
+    # -- the turn ledger ---------------------------------------------------------------------------
+
+    @_locked
+    def ledger_rows(
+        self,
+        kind: LedgerKind,
+        *,
+        ids: Sequence[str] | None = None,
+        status: str | None = None,
+        session_key: str | None = None,
+    ) -> list[LedgerRow]:
+        """The stored rows of ``kind`` passing the filters, by ``(updated_at, id)``."""
+        wanted = None if ids is None else frozenset(ids)
+        found = (
+            attrs.evolve(row, data=copy.deepcopy(row.data))
+            for row in self._ledger.values()
+            if ledger_row_matches(row, kind, wanted, status, session_key)
+        )
+        return ledger_order(found)
+
+    @_locked
+    def ledger_write(
+        self,
+        session_id: str,
+        rows: Sequence[LedgerRow],
+        *,
+        messages: Sequence[Message] = (),
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
+    ) -> AppendResult:
+        """Append ``messages`` and write ``rows`` atomically (versions checked first)."""
+        transcript = self._transcript(session_id)
+        check_ledger_write(session_id, rows, len(messages))
+        check_message_sizes(messages, self.max_message_bytes)
+        if transcript.prepare(messages).result.duplicate:
+            return self.append_messages(session_id, messages)  # writes nothing
+        places = [(row.kind, row.id) for row in rows]
+        stored = {place: self._ledger[place].version for place in places if place in self._ledger}
+        check_ledger_versions(rows, stored)
+        result = self.append_messages(session_id, messages, touch_at=touch_at, usage=usage)
+        for row in written_ledger_rows(rows, result):
+            self._ledger[row.kind, row.id] = attrs.evolve(row, data=copy.deepcopy(row.data))
+        return result
+
     # -- state -------------------------------------------------------------------------------------
 
     def _merged(self, changes: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -286,6 +344,36 @@ class InMemoryBackend(ClosesOnExit):
                 self._state[scope_id] = compact_json(value)
             else:
                 self._state.pop(scope_id, None)
+
+    @_locked
+    def memory_entries(self, scope_id: str) -> tuple[str, ...]:
+        """The entries of one memory scope (``ScopedMemory(backend=...)``)."""
+        return self._memory.get(scope_id, ())
+
+    @_locked
+    def change_memory(
+        self, scope_id: str, plan: Callable[[tuple[str, ...]], tuple[str, ...] | None]
+    ) -> tuple[str, ...]:
+        """Change one memory scope under the backend's lock; the entries after."""
+        current = self._memory.get(scope_id, ())
+        new = plan(current)
+        if new is None:
+            return current
+        if new:
+            self._memory[scope_id] = tuple(new)
+        else:
+            self._memory.pop(scope_id, None)
+        return tuple(new)
+
+    @_locked
+    def memory_scope_ids(self) -> list[str]:
+        """Every memory scope holding entries."""
+        return sorted(self._memory)
+
+    @_locked
+    def delete_memory(self, scope_id: str) -> bool:
+        """Delete one memory scope; whether it held entries."""
+        return self._memory.pop(scope_id, None) is not None
 
     @_locked
     def get_state(self, scope_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -416,9 +504,15 @@ class InMemoryBackend(ClosesOnExit):
         for session_id, key in plan.rekey:
             transcript = self._sessions[session_id]
             transcript.record = attrs.evolve(transcript.record, session_key=key)
-        for session_id, reason in resolved.end:
-            self.end_session(session_id, reason, at=plan.at)
+        self._end_and_drop(plan, resolved.end)
         return resolved.written
+
+    def _end_and_drop(self, plan: RotationPlan, end: list[tuple[str, str]]) -> None:
+        """Steps 7 and 8 of a plan, its checks passed: end sessions, then drop those it drops."""
+        for session_id, reason in end:
+            self.end_session(session_id, reason, at=plan.at)
+        for session_id, _ in plan.drop:
+            self.delete_session(session_id)
 
     def _record_or_none(self, session_id: str) -> SessionRecord | None:
         transcript = self._sessions.get(session_id)

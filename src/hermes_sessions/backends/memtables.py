@@ -17,6 +17,8 @@ import attrs
 from hermes_sessions import text
 from hermes_sessions.backends.rules import (
     AppendPlan,
+    check_drop_revisions,
+    check_drops_unreferenced,
     check_plan,
     check_revision,
     plan_append,
@@ -430,6 +432,12 @@ def resolve_plan(
         return None if record is None else record.is_ended
 
     check_plan(plan, revision_of, ended_of)
+
+    def session_revision(session_id: str) -> int | None:
+        record = record_of(session_id)
+        return None if record is None else record.revision
+
+    check_drop_revisions(plan, session_revision)
     planned = _PlannedIndex(table)
     for source, target in plan.repoint:
         for key in sorted(planned.keys_at(source)):
@@ -445,6 +453,7 @@ def resolve_plan(
             # a repoint in this same plan moved the key; the caller's read still holds
             expected = now.revision
         planned.store(write.entry, expected)
+    check_drops_unreferenced(plan, lambda session_id: bool(planned.keys_at(session_id)))
     end = [
         (session_id, reason) for session_id, reason in plan.end if not planned.keys_at(session_id)
     ]

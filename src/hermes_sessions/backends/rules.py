@@ -18,6 +18,7 @@ from hermes_sessions.exceptions import (
     ConflictError,
     CorruptRecordError,
     InvalidArgumentError,
+    LedgerConflictError,
     MessageTooLargeError,
     SessionNotFoundError,
     TitleConflictError,
@@ -29,10 +30,11 @@ from hermes_sessions.state import StateScope, merge_state
 from hermes_sessions.titles import title_holder
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
     from datetime import datetime
 
     from hermes_sessions import text
+    from hermes_sessions.ledger import LedgerRow
     from hermes_sessions.models import SessionEntry, SessionRecord
     from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery
@@ -43,6 +45,10 @@ __all__ = [
     "SETTABLE_FIELDS",
     "AppendPlan",
     "apply_update",
+    "check_drop_revisions",
+    "check_drops_unreferenced",
+    "check_ledger_versions",
+    "check_ledger_write",
     "check_message_sizes",
     "check_plan",
     "check_revision",
@@ -54,6 +60,8 @@ __all__ = [
     "first_messages",
     "fresh_record",
     "lease_is_free",
+    "ledger_order",
+    "ledger_row_matches",
     "make_hit",
     "merged_states",
     "message_size",
@@ -65,6 +73,7 @@ __all__ = [
     "session_scope",
     "tool_call_count",
     "touched_entry",
+    "written_ledger_rows",
 ]
 
 SETTABLE_FIELDS: Final = frozenset(
@@ -429,6 +438,34 @@ def check_plan(
             raise missing_session(session_id)
 
 
+def check_drop_revisions(plan: RotationPlan, revision_of: Callable[[str], int | None]) -> None:
+    """Check each ``plan.drop`` session's revision before the plan writes anything.
+
+    ``revision_of`` gives a session's current revision (``None``: no such session). A session
+    that moved on is a ``ConflictError``; one that is gone is ``SessionNotFoundError``.
+    """
+    for session_id, expected in plan.drop:
+        check_session_revision(session_id, expected, _existing_revision(session_id, revision_of))
+
+
+def _existing_revision(session_id: str, revision_of: Callable[[str], int | None]) -> int:
+    actual = revision_of(session_id)
+    if actual is None:
+        raise missing_session(session_id)
+    return actual
+
+
+def check_drops_unreferenced(plan: RotationPlan, points_at: Callable[[str], bool]) -> None:
+    """Refuse ``plan.drop`` sessions a key points at once the plan's entries are written.
+
+    Called in the plan's transaction after steps 3-5 (or against the planned index): a key
+    that moved onto a session since it was chosen keeps it (``ConflictError``).
+    """
+    for session_id, _ in plan.drop:
+        if points_at(session_id):
+            raise ConflictError(session_id=session_id)
+
+
 def first_messages(plan: RotationPlan, copied: Sequence[Message]) -> list[Message]:
     """The first messages of ``plan.create``: ``copied``, then ``plan.messages``.
 
@@ -451,3 +488,63 @@ def check_title_free(record: SessionRecord, others: Iterable[SessionRecord]) -> 
 def lease_is_free(current: tuple[str, datetime] | None, holder: str, now: datetime) -> bool:
     """Whether ``holder`` may take a lease currently held as ``current`` (holder, until)."""
     return current is None or current[0] == holder or current[1] <= now
+
+
+# -- the turn ledger (SupportsLedger) --------------------------------------------------------------
+
+
+def check_ledger_write(session_id: str, rows: Sequence[LedgerRow], message_count: int) -> None:
+    """Refuse a ledger write whose rows name another session, repeat, or bind no message."""
+    seen: set[tuple[str, str]] = set()
+    for row in rows:
+        if row.session_id != session_id:
+            raise InvalidArgumentError(
+                f"ledger row {row.id!r} belongs to session {row.session_id!r}, not {session_id!r}"
+            )
+        if (row.kind, row.id) in seen:
+            raise InvalidArgumentError(f"ledger row {row.id!r} is written twice in one write")
+        seen.add((row.kind, row.id))
+        index = row.message_index
+        if index is not None and not 0 <= index < message_count:
+            raise InvalidArgumentError(
+                f"ledger row {row.id!r} binds message {index} of a write of {message_count}"
+            )
+
+
+def check_ledger_versions(rows: Sequence[LedgerRow], stored: Mapping[tuple[Any, str], int]) -> None:
+    """Raise ``LedgerConflictError`` if a row's version is not the stored one (0: absent)."""
+    for row in rows:
+        actual = stored.get((row.kind, row.id), 0)
+        if actual != row.version:
+            raise LedgerConflictError(
+                row.kind, row.id, expected_version=row.version, actual_version=actual
+            )
+
+
+def written_ledger_rows(rows: Sequence[LedgerRow], result: AppendResult) -> list[LedgerRow]:
+    """The rows as a write stores them (next version, bound message ids)."""
+    return [
+        row.written(None if row.message_index is None else result[row.message_index].id)
+        for row in rows
+    ]
+
+
+def ledger_row_matches(
+    row: LedgerRow,
+    kind: str,
+    ids: Collection[str] | None,
+    status: str | None,
+    session_key: str | None,
+) -> bool:
+    """Whether ``row`` passes the filters of ``ledger_rows``."""
+    return (
+        row.kind == kind
+        and (ids is None or row.id in ids)
+        and (status is None or row.status == status)
+        and (session_key is None or row.session_key == session_key)
+    )
+
+
+def ledger_order(rows: Iterable[LedgerRow]) -> list[LedgerRow]:
+    """Rows in the order ``ledger_rows`` returns them: by ``(updated_at, id)``."""
+    return sorted(rows, key=lambda row: (row.updated_at, row.id))

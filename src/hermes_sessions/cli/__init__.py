@@ -166,6 +166,11 @@ def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per 
     hermes = _command(commands, "import-hermes", "import a Hermes profile (read-only on it)")
     hermes.add_argument("hermes_home", type=Path, help="the Hermes home, usually ~/.hermes")
     hermes.add_argument("--timezone", help="the profile's IANA zone (default: the host's)")
+    hermes.add_argument(
+        "--user",
+        metavar="PLATFORM:ID",
+        help="whose profile USER.md is (default: app memory, marked as the owner's profile)",
+    )
     _command(commands, "stats", "counts of sessions, messages and keys")
     _command(commands, "check", "check storage integrity and the library's invariants")
     optimize = _command(commands, "optimize", "run the backend's maintenance")

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import IO, TextIO
 
-    from hermes_sessions.memory import MemoryStore
+    from hermes_sessions.memory import MemoryStore, ScopedMemory
     from hermes_sessions.store import SessionStore
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "cmd_reindex",
     "cmd_rename",
     "memory_store",
+    "scoped_memory",
 ]
 
 
@@ -43,6 +44,13 @@ def memory_store(home: Path) -> MemoryStore:
     from hermes_sessions.memory import MemoryStore  # noqa: PLC0415  # loads the threat scanner
 
     return MemoryStore(home / "memories")
+
+
+def scoped_memory(home: Path) -> ScopedMemory:
+    """The scoped memory of ``home`` (``<home>/memories``: app, users/, lanes/)."""
+    from hermes_sessions.memory import ScopedMemory  # noqa: PLC0415  # loads the threat scanner
+
+    return ScopedMemory(home / "memories")
 
 
 def _done(args: argparse.Namespace, out: TextIO, value: dict[str, Any], text: str) -> int:
@@ -112,7 +120,8 @@ def cmd_prune(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int
 
 def cmd_erase_user(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
     """Erase one user's data on one platform (a dry run unless ``--yes``)."""
-    report = store.erase_user(args.platform, *args.user, dry_run=not args.yes)
+    memory = scoped_memory(args.home) if (args.home / "memories").is_dir() else None
+    report = store.erase_user(args.platform, *args.user, dry_run=not args.yes, memory=memory)
     verb = "would erase" if report.dry_run else "erased"
     text = (
         f"{verb} {len(report.sessions)} session(s), {report.messages} message(s) in shared "
@@ -123,6 +132,11 @@ def cmd_erase_user(store: SessionStore, args: argparse.Namespace, out: TextIO) -
         text += f"; no data for {', '.join(report.unmatched)}"
     if report.keys_destroyed:
         text += f"; destroyed {report.keys_destroyed} per-user key(s)"
+    if report.memory_files:
+        text += (
+            f"; memory: {len(report.memory_profiles)} profile(s), "
+            f"{report.memory_entries} entr(ies), {len(report.memory_files)} file(s)"
+        )
     if report.dry_run:
         text += "; run again with --yes to erase"
     elif not report.scrubbed:
@@ -138,6 +152,9 @@ def cmd_erase_user(store: SessionStore, args: argparse.Namespace, out: TextIO) -
         "unmatched": list(report.unmatched),
         "scrubbed": report.scrubbed,
         "keys_destroyed": report.keys_destroyed,
+        "memory_profiles": list(report.memory_profiles),
+        "memory_entries": report.memory_entries,
+        "memory_files": list(report.memory_files),
     }
     return _done(args, out, value, text)
 
@@ -190,14 +207,16 @@ def cmd_import_hermes(store: SessionStore, args: argparse.Namespace, out: TextIO
         args.hermes_home,
         store,
         timezone=args.timezone,
-        memory=memory_store(args.home),
+        memory=scoped_memory(args.home),
+        user=args.user,
         progress=progress_printer("importing"),
     )
     value = report.to_dict()
+    mapping = ", ".join(f"{name} -> {scope}" for name, scope in report.memory_mapping.items())
     text = (
         f"imported {len(report.sessions)} session(s), {report.messages} message(s), "
-        f"{len(report.entries)} key(s), {report.memory_entries} memory entr(ies); "
-        f"{len(report.skipped_sessions)} session(s) already present"
+        f"{len(report.entries)} key(s), {report.memory_entries} memory entr(ies) "
+        f"({mapping}); {len(report.skipped_sessions)} session(s) already present"
         + _problems_text(value["problems"])
     )
     return _done(args, out, value, text)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from hermes_sessions.cipher import require_plain_store
 from hermes_sessions.exceptions import (
     ConflictError,
+    InvalidArgumentError,
     InvalidSourceError,
     MemoryRefusedError,
     MessageTooLargeError,
@@ -21,11 +23,17 @@ from hermes_sessions.store import SessionStore
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from hermes_sessions.memory import MemoryStore
+    from hermes_sessions.memory import MemoryResult, MemoryStore, ScopedMemory
     from hermes_sessions.models import SessionEntry
     from hermes_sessions.protocols import Backend
 
-__all__ = ["DEFAULT_MAX_MESSAGE_CHARS", "import_hermes", "resolve_zone"]
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_CHARS",
+    "OWNER_PROFILE_PREFIX",
+    "import_hermes",
+    "memory_destinations",
+    "resolve_zone",
+]
 
 DEFAULT_MAX_MESSAGE_CHARS = 200_000
 """Messages longer than this are imported whole and listed as ``oversize`` in the report.
@@ -50,12 +58,61 @@ def resolve_zone(timezone: str | tzinfo | None) -> tzinfo:
         ) from error
 
 
+_HERMES_FILES: Final = {"memory": "MEMORY.md", "user": "USER.md"}
+OWNER_PROFILE_PREFIX: Final = "Owner's profile: "
+"""How ``USER.md`` entries read in app memory when no ``user`` was named."""
+
+
+def memory_destinations(
+    memory: MemoryStore | ScopedMemory | None, user: str | None
+) -> dict[str, tuple[Callable[[str], MemoryResult], str]]:
+    """Where each Hermes memory file goes: ``{target: (add one entry, "scope it went to")}``.
+
+    Raises:
+        InvalidArgumentError: ``user`` is not ``platform:id``, or is given without a
+            ``ScopedMemory`` (a ``MemoryStore`` has one profile only).
+    """
+    from hermes_sessions.memory import MemoryScope, ScopedMemory  # noqa: PLC0415  # on demand
+
+    if memory is None:
+        return {}
+    if not isinstance(memory, ScopedMemory):
+        if user is not None:
+            raise InvalidArgumentError(
+                "a user to import USER.md for needs a ScopedMemory (a MemoryStore keeps one "
+                "profile); pass memory=ScopedMemory(...)"
+            )
+        return {
+            "memory": (functools.partial(memory.add, "memory"), "memory"),
+            "user": (functools.partial(memory.add, "user"), "user"),
+        }
+    app = MemoryScope.app()
+    destinations: dict[str, tuple[Callable[[str], MemoryResult], str]] = {
+        "memory": (functools.partial(memory.add, app), "app")
+    }
+    if user is None:
+        destinations["user"] = (
+            lambda entry: memory.add(app, OWNER_PROFILE_PREFIX + entry),
+            "app (marked as the owner's profile)",
+        )
+        return destinations
+    platform, _, user_id = user.partition(":")
+    if not platform or not user_id:
+        raise InvalidArgumentError(
+            f"the user is 'platform:id', such as 'telegram:123456', got {user!r}"
+        )
+    scope = MemoryScope.user(platform, user_id)
+    destinations["user"] = (functools.partial(memory.add, scope), str(scope))
+    return destinations
+
+
 def import_hermes(
     home: Path | str,
     store: SessionStore | Backend,
     *,
     timezone: str | tzinfo | None = None,
-    memory: MemoryStore | None = None,
+    memory: MemoryStore | ScopedMemory | None = None,
+    user: str | None = None,
     max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
     progress: Callable[[int, int], None] | None = None,
 ) -> HermesImportReport:
@@ -66,6 +123,11 @@ def import_hermes(
     message's Hermes row id to ``message.extra["hermes_id"]``. Routing keys come from
     ``sessions/sessions.json``; memory entries from ``memories/`` go into ``memory`` when given.
     Naive local times are read in ``timezone`` (an IANA name or tzinfo; default: the host's).
+
+    Into a :class:`~hermes_sessions.memory.ScopedMemory`, ``MEMORY.md`` goes to app memory and
+    ``USER.md`` to the profile of ``user`` (``"platform:id"``, the person the profile is about);
+    without ``user``, to app memory, each entry marked ``Owner's profile:``. The report's
+    ``memory_mapping`` says where each file went. Into a ``MemoryStore`` the files map one to one.
 
     The source is never written. Problems (a torn JSONL line, lone surrogates, oversize
     messages, something already in the target under the same id) are listed in the report;
@@ -85,6 +147,7 @@ def import_hermes(
     """
     backend = store.backend if isinstance(store, SessionStore) else store
     require_plain_store(backend)
+    destinations = memory_destinations(memory, user)
     profile = read_profile(
         Path(home), zone=resolve_zone(timezone), max_message_chars=max_message_chars
     )
@@ -109,9 +172,10 @@ def import_hermes(
     added = 0
     if memory is not None:
         for target, items in sorted(profile.memory.items()):
+            add, _label = destinations[target]
             for item in items:
                 try:
-                    result = memory.add(target, item)
+                    result = add(item)
                 except MemoryRefusedError as error:
                     problems.append(
                         ImportProblem(kind="memory_refused", where=target, detail=str(error))
@@ -125,6 +189,9 @@ def import_hermes(
         entries=entries,
         skipped_entries=skipped_entries,
         memory_entries=added,
+        memory_mapping={
+            _HERMES_FILES[target]: label for target, (_add, label) in destinations.items()
+        },
         jsonl_preferred=profile.jsonl_preferred,
         problems=problems,
     )

@@ -65,6 +65,8 @@ class HermesImportReport:
     """Routing keys already pointing at the same session."""
     memory_entries: int
     """Memory entries added (exact duplicates of existing entries are not counted)."""
+    memory_mapping: dict[str, str] = attrs.field(factory=dict)
+    """Where each memory file went: ``{"MEMORY.md": "app", "USER.md": "user:telegram:42"}``."""
     jsonl_preferred: tuple[str, ...] = attrs.field(converter=_tuple)
     """Sessions whose legacy JSONL transcript held more messages than the database, and won."""
     problems: tuple[ImportProblem, ...] = attrs.field(converter=_tuple)
@@ -78,6 +80,7 @@ class HermesImportReport:
             "entries": list(self.entries),
             "skipped_entries": list(self.skipped_entries),
             "memory_entries": self.memory_entries,
+            "memory_mapping": dict(self.memory_mapping),
             "jsonl_preferred": list(self.jsonl_preferred),
             "problems": [problem.to_dict() for problem in self.problems],
         }

@@ -31,6 +31,16 @@ from hermes_sessions.memory._format import (
     parse_entries,
     render_entries,
 )
+from hermes_sessions.memory._scoped import DEFAULT_LANE_CHAR_LIMIT, ScopedMemory
+from hermes_sessions.memory._scopes import (
+    MEMORY_SCOPES,
+    MemoryContext,
+    MemoryEntry,
+    MemoryEraseReport,
+    MemoryScope,
+    WrittenIn,
+)
+from hermes_sessions.memory._storage import SupportsMemory
 from hermes_sessions.memory._store import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MEMORY_CHAR_LIMIT,
@@ -39,16 +49,25 @@ from hermes_sessions.memory._store import (
 )
 
 __all__ = [
+    "DEFAULT_LANE_CHAR_LIMIT",
     "DEFAULT_LOCK_TIMEOUT",
     "DEFAULT_MEMORY_CHAR_LIMIT",
     "DEFAULT_USER_CHAR_LIMIT",
     "ENTRY_DELIMITER",
+    "MEMORY_SCOPES",
     "MEMORY_TARGETS",
     "BlockedEntry",
+    "MemoryContext",
+    "MemoryEntry",
+    "MemoryEraseReport",
     "MemoryResult",
+    "MemoryScope",
     "MemorySnapshot",
     "MemoryStore",
+    "ScopedMemory",
+    "SupportsMemory",
     "TargetSnapshot",
+    "WrittenIn",
     "entries_usage",
     "parse_entries",
     "render_entries",

@@ -41,6 +41,7 @@ __all__ = [
     "check_old_text",
     "drift_reason",
     "entries_usage",
+    "find_entry",
     "normalise_text",
     "parse_entries",
     "plan_add",
@@ -160,6 +161,8 @@ class MemoryResult:
         usage: Characters used after the change.
         limit: The file's character limit.
         backup_path: The copy kept by :meth:`MemoryStore.repair`, otherwise ``None``.
+        scope: The memory scope written (``"app"``, ``"user"`` or ``"lane"``); ``None`` for a
+            :class:`MemoryStore` call made without the tool.
 
     .. versionadded:: 0.1.0
     """
@@ -172,6 +175,7 @@ class MemoryResult:
     usage: int
     limit: int
     backup_path: Path | None = None
+    scope: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-serialisable tool result: ``{"success": True, ...}``."""
@@ -189,6 +193,8 @@ class MemoryResult:
         }
         if self.backup_path is not None:
             result["backup_path"] = str(self.backup_path)
+        if self.scope is not None:
+            result["scope"] = self.scope
         return result
 
 
@@ -265,6 +271,8 @@ class MemorySnapshot:
     memory: TargetSnapshot
     user: TargetSnapshot
     prompt_block: str
+    lane: TargetSnapshot | None = None
+    """The lane's notes (:class:`~hermes_sessions.memory.ScopedMemory`; ``None`` otherwise)."""
 
     def __str__(self) -> str:
         return self.prompt_block
@@ -279,17 +287,29 @@ class MemorySnapshot:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable dict."""
-        return {
+        result = {
             "memory": self.memory.to_dict(),
             "user": self.user.to_dict(),
             "prompt_block": self.prompt_block,
         }
+        if self.lane is not None:
+            result["lane"] = self.lane.to_dict()
+        return result
 
 
 def snapshot_target(
-    target: str, entries: Sequence[str], limit: int, scanner: ThreatScanner | None
+    target: str,
+    entries: Sequence[str],
+    limit: int,
+    scanner: ThreatScanner | None,
+    *,
+    title: str | None = None,
+    file_name: str | None = None,
 ) -> TargetSnapshot:
-    """Freeze one file's entries: blocked ones as placeholders, the prompt bounded by ``limit``."""
+    """Freeze one file's entries: blocked ones as placeholders, the prompt bounded by ``limit``.
+
+    ``title`` and ``file_name`` name the section and its file (default: the target's).
+    """
     shown: list[str] = []
     blocked: list[BlockedEntry] = []
     for index, entry in enumerate(entries):
@@ -311,12 +331,13 @@ def snapshot_target(
     if omitted:
         lines.append(
             f"[OMITTED: {omitted} more {'entry' if omitted == 1 else 'entries'} past the "
-            f"{limit:,}-character limit, kept in {FILE_NAMES[target]}]"
+            f"{limit:,}-character limit, kept in {file_name or FILE_NAMES[target]}]"
         )
     usage = entries_usage(entries)
     text = ""
     if entries:
-        header = f"{_TITLES[target]} [{_percent(usage, limit)}% — {usage:,}/{limit:,} chars]"
+        heading = title or _TITLES[target]
+        header = f"{heading} [{_percent(usage, limit)}% — {usage:,}/{limit:,} chars]"
         text = f"{_RULE}\n{header}\n{_RULE}\n{render_entries(lines)}"
     return TargetSnapshot(
         target=target,
@@ -404,7 +425,8 @@ def _dedupe(entries: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(entries))
 
 
-def _find(entries: Sequence[str], old_text: str, *, target: str, action: str) -> int:
+def find_entry(entries: Sequence[str], old_text: str, target: str, action: str) -> int:
+    """The index of the one entry containing ``old_text``, or the refusal (none, several)."""
     matches = [index for index, entry in enumerate(entries) if old_text in entry]
     if not matches:
         raise MemoryEntryNotFoundError(old_text, target=target, action=action)
@@ -435,7 +457,7 @@ def plan_add(entries: tuple[str, ...], content: str, *, target: str, limit: int)
 def plan_replace(
     entries: tuple[str, ...], old_text: str, content: str, *, target: str, limit: int
 ) -> Outcome:
-    index = _find(entries, old_text, target=target, action="replace")
+    index = find_entry(entries, old_text, target, "replace")
     if entries[index] == content:
         return Outcome(entries, changed=False, message="Entry already reads so; nothing changed.")
     new = _dedupe((*entries[:index], content, *entries[index + 1 :]))
@@ -458,7 +480,7 @@ def plan_replace(
 
 
 def plan_remove(entries: tuple[str, ...], old_text: str, *, target: str) -> Outcome:
-    index = _find(entries, old_text, target=target, action="remove")
+    index = find_entry(entries, old_text, target, "remove")
     return Outcome(
         (*entries[:index], *entries[index + 1 :]), changed=True, message="Entry removed."
     )

@@ -302,6 +302,15 @@ class MemoryStore:
     def _change(
         self, target: str, action: str, plan: Callable[[tuple[str, ...]], Outcome]
     ) -> MemoryResult:
+        outcome = self._apply(target, action, plan)
+        return self._result(
+            target, action, outcome.entries, changed=outcome.changed, message=outcome.message
+        )
+
+    def _apply(
+        self, target: str, action: str, plan: Callable[[tuple[str, ...]], Outcome]
+    ) -> Outcome:
+        """Under the lock: read the file, refuse drift, plan the change and write it if any."""
         path = self.path(target)
         limit = self.limit(target)
         with self._locked(target):
@@ -315,9 +324,7 @@ class MemoryStore:
             outcome = plan(parse_entries(raw.decode("utf-8")))
             if outcome.changed:
                 self._write(path, render_entries(outcome.entries))
-        return self._result(
-            target, action, outcome.entries, changed=outcome.changed, message=outcome.message
-        )
+        return outcome
 
     @contextlib.contextmanager
     def _locked(self, target: str) -> Iterator[None]:

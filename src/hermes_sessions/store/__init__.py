@@ -4,15 +4,16 @@
 it: ``_rotations`` (rotation plans, the reset policy, the compression lease), ``_lineage``
 (lineage, the compression tip, the branch marker), ``_targets`` (resume targets), ``_titles``,
 ``_edits`` (rewinds, recalls and edits), ``_views`` (listings, grouped search, context),
-``_retention`` (the retention engine), ``_incognito`` (lanes kept in memory only),
-``_migration`` (key migration) and ``_housekeeping`` (prune, erase, rebuilding routing). This
-package re-exports the public names.
+``_retention`` (the retention engine), ``_incognito`` (lanes kept in memory only), ``_ledger``
+(the turn ledger's rules), ``_migration`` (key migration) and ``_housekeeping`` (prune, erase,
+rebuilding routing). This package re-exports the public names.
 """
 
 from __future__ import annotations
 
-from hermes_sessions.store._housekeeping import EraseReport, PruneReport
+from hermes_sessions.store._housekeeping import EraseReport, MemoryEraser, PruneReport
 from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
+from hermes_sessions.store._ledger import DEFAULT_CLAIM_TTL, Acceptance, Answer, Ledger
 from hermes_sessions.store._lineage import Lineage, LineageLink
 from hermes_sessions.store._migration import (
     KEY_MERGED,
@@ -33,8 +34,11 @@ from hermes_sessions.store._session_store import SessionStore, StoreOptions
 from hermes_sessions.store._views import AnchoredView
 
 __all__ = [
+    "DEFAULT_CLAIM_TTL",
     "KEY_MERGED",
+    "Acceptance",
     "AnchoredView",
+    "Answer",
     "Collisions",
     "EraseReport",
     "IncognitoPolicy",
@@ -43,8 +47,10 @@ __all__ = [
     "KeyMigrationReport",
     "KeyMove",
     "KeySkip",
+    "Ledger",
     "Lineage",
     "LineageLink",
+    "MemoryEraser",
     "PruneReport",
     "RetentionPolicy",
     "RetentionRemoval",

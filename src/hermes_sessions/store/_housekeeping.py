@@ -6,7 +6,7 @@ These walk many sessions and are meant for maintenance jobs, not for the path of
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -26,7 +26,49 @@ if TYPE_CHECKING:
     from hermes_sessions.protocols import Backend
     from hermes_sessions.store._session_store import SessionStore
 
-__all__ = ["EraseReport", "PruneReport", "erase_user", "prune", "rebuild_routing"]
+__all__ = [
+    "EraseReport",
+    "ErasedMemory",
+    "MemoryEraser",
+    "PruneReport",
+    "erase_memory",
+    "erase_user",
+    "erase_user_of",
+    "prune",
+    "rebuild_routing",
+]
+
+
+class ErasedMemory(Protocol):
+    """What a memory erasure reports (``hermes_sessions.memory.MemoryEraseReport``)."""
+
+    @property
+    def entries(self) -> int:
+        """Entries attributed to the user, removed."""
+
+    @property
+    def profiles(self) -> tuple[str, ...]:
+        """Profiles removed."""
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Files changed or deleted."""
+
+
+class MemoryEraser(Protocol):
+    """Memory that erases a user (``hermes_sessions.memory.ScopedMemory``).
+
+    .. versionadded:: 0.1.0
+    """
+
+    def erase_user(
+        self,
+        platform: str,
+        *user_ids: str,
+        lane_keys: Sequence[str] = (),
+        dry_run: bool = False,
+    ) -> ErasedMemory:
+        """Remove the user's profiles, their entries, and the notes of ``lane_keys``."""
 
 
 @attrs.frozen(kw_only=True)
@@ -73,6 +115,46 @@ class EraseReport:
     """What to do to finish when ``scrubbed`` is false."""
     keys_destroyed: int = 0
     """Per-user keys destroyed (an encrypted store with ``user_keys=``, ``docs/privacy.md``)."""
+    memory_entries: int = 0
+    """Memory entries attributed to the user, removed (``erase_user(..., memory=...)``)."""
+    memory_profiles: tuple[str, ...] = ()
+    """Memory profiles removed (``user:<platform>:<id>``)."""
+    memory_files: tuple[str, ...] = ()
+    """Memory files changed or deleted, backups included."""
+
+
+def erase_user_of(
+    store: SessionStore,
+    platform: str,
+    *user_ids: str,
+    dry_run: bool = False,
+    memory: MemoryEraser | None = None,
+) -> EraseReport:
+    """Erase one user of one platform (right to erasure): pass all their ids there.
+
+    Their sessions, keys, messages, ids, names and user state go; then the files are scrubbed.
+    With ``memory`` (a ``ScopedMemory``), their memory profiles, the entries they wrote in every
+    scope and the notes of the keys removed go too (``memory_*`` in the report).
+    """
+    report = erase_user(
+        store.backend, platform, user_ids, dry_run=dry_run, app_id=store.keys.namespace
+    )
+    return erase_memory(report, memory, dry_run=dry_run)
+
+
+def erase_memory(report: EraseReport, memory: MemoryEraser | None, *, dry_run: bool) -> EraseReport:
+    """Erase the user from ``memory`` too: their profiles, entries, and the erased keys' notes."""
+    if memory is None:
+        return report
+    erased = memory.erase_user(
+        report.platform, *report.user_ids, lane_keys=report.entries, dry_run=dry_run
+    )
+    return attrs.evolve(
+        report,
+        memory_entries=erased.entries,
+        memory_profiles=erased.profiles,
+        memory_files=erased.files,
+    )
 
 
 def prune(

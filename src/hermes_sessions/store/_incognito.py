@@ -26,6 +26,7 @@ from hermes_sessions.models import SessionSource
 from hermes_sessions.protocols import (
     Backend,
     SupportsCheck,
+    SupportsLedger,
     SupportsReindex,
     SupportsScrub,
     SupportsUserKeys,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from datetime import datetime, timedelta
 
     from hermes_sessions.checks import CheckReport
+    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import Capabilities, ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
@@ -387,6 +389,7 @@ class IncognitoRouter(ClosesOnExit):
             *(write.entry.session_id for write in plan.entries),
             *(session_id for session_id, _reason in plan.end),
             *plan.require_open,
+            *(session_id for session_id, _revision in plan.drop),
             *(s for s in (plan.copy_state_from, plan.copy_messages_from) if s is not None),
         ]
         created = None if plan.create is None else plan.create.id
@@ -488,8 +491,55 @@ class _DestroysUserKeys:
         return cast("SupportsUserKeys", self.persistent).destroy_user_keys(platform, user_ids)
 
 
+class _KeepsLedger:
+    """``SupportsLedger``: an incognito session's rows stay in the overlay, never persisted."""
+
+    __slots__ = ()
+    persistent: Backend
+    overlay: Backend
+
+    def _ledger_sides(self, session_key: str | None) -> list[SupportsLedger]:
+        router = cast("IncognitoRouter", self)
+        sides = [self.persistent, self.overlay]
+        if session_key is not None:
+            sides = [self.overlay if router.is_lane(session_key) else self.persistent]
+        return [cast("SupportsLedger", side) for side in sides]
+
+    def ledger_rows(
+        self,
+        kind: LedgerKind,
+        *,
+        ids: Sequence[str] | None = None,
+        status: str | None = None,
+        session_key: str | None = None,
+    ) -> list[LedgerRow]:
+        """The rows of both sides (of the lane's side, given ``session_key``)."""
+        found = [
+            row
+            for side in self._ledger_sides(session_key)
+            for row in side.ledger_rows(kind, ids=ids, status=status, session_key=session_key)
+        ]
+        return sorted(found, key=lambda row: (row.updated_at, row.id))
+
+    def ledger_write(
+        self,
+        session_id: str,
+        rows: Sequence[LedgerRow],
+        *,
+        messages: Sequence[Message] = (),
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
+    ) -> AppendResult:
+        """Write on the session's side (the overlay for an incognito session)."""
+        side = cast("IncognitoRouter", self)._by_session(session_id)  # noqa: SLF001  # ours
+        return cast("SupportsLedger", side).ledger_write(
+            session_id, rows, messages=messages, touch_at=touch_at, usage=usage
+        )
+
+
 _ABILITIES: tuple[tuple[type, type], ...] = (
     (SupportsCheck, _Checks),
+    (SupportsLedger, _KeepsLedger),
     (SupportsScrub, _Scrubs),
     (SupportsReindex, _Reindexes),
     (SupportsUserKeys, _DestroysUserKeys),

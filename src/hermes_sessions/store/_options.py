@@ -34,6 +34,7 @@ class StoreOptions(TypedDict, total=False):
     lease_ttl: timedelta
     retention: RetentionPolicy | None
     incognito: IncognitoPolicy | None
+    ledger: bool
 
 
 def identity(message: Message) -> Message:

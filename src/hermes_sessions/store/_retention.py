@@ -4,12 +4,18 @@
 deletion path. The rules run in a fixed order — age, then sessions per key, then store size —
 and each removes the least recently active *ended* session first. Never removed:
 
-* a session a routing key points to (its key's live session, suspended keys' included);
+* a session a routing key points to (its key's live session, suspended keys' included) — checked
+  again by the backend in the transaction that deletes (:attr:`RotationPlan.drop`), so a
+  ``/resume`` that lands between the choice and the delete keeps its session, and so does a
+  message or state change (the session's revision moved on);
 * a session ended ``suspended`` (kept so the user can ``/resume`` it);
 * a session under active work: its key is busy (the store's ``active_work`` callback, or a turn
-  or lock held in the :class:`~hermes_sessions.aio.AsyncSessionStore` that runs the pass), or
-  someone holds its compression lease. The engine holds that lease on each session it removes
-  until the pass ends, so a compression cannot start on it meanwhile.
+  or lock held in the :class:`~hermes_sessions.aio.AsyncSessionStore` that runs the pass, asked
+  when the session is chosen and again just before its delete), or someone holds its
+  compression lease. The engine holds that lease on each session it removes until the pass
+  ends, so a compression cannot start on it meanwhile.
+
+A session spared at delete time is listed in ``spared``, not in ``removed``.
 
 Sizes are estimates: the UTF-8 length of the JSON encoding of the record and its messages
 (inactive ones included), the same measure on every backend; files may shrink later or less.
@@ -26,7 +32,8 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 import attrs
 
 from hermes_sessions import serde
-from hermes_sessions.exceptions import InvalidArgumentError
+from hermes_sessions.exceptions import ConflictError, InvalidArgumentError, SessionNotFoundError
+from hermes_sessions.protocols import RotationPlan
 from hermes_sessions.queries import SessionQuery
 
 if TYPE_CHECKING:
@@ -212,6 +219,24 @@ class _Pass:
         self.doomed[record.id] = rule
         return True
 
+    def drop(self, record: SessionRecord) -> bool | None:
+        """Delete a chosen session if it is still unreferenced and unchanged.
+
+        The key's active work is asked again just before; the rest is checked by the backend in
+        the transaction that deletes (:attr:`RotationPlan.drop`): no key points at the session
+        and its revision is the one read when it was chosen. Returns whether it was deleted,
+        or ``None`` when another pass deleted it meanwhile.
+        """
+        if record.session_key is not None and self.busy(record.session_key):
+            return False
+        try:
+            self.backend.apply(RotationPlan(at=self.now, drop=[(record.id, record.revision)]))
+        except ConflictError:  # a resume, a message or a state change got there first
+            return False
+        except SessionNotFoundError:
+            return None
+        return True
+
 
 def enforce(
     backend: Backend,
@@ -233,12 +258,13 @@ def enforce(
             if record.id in run.doomed:
                 run.weigh(record)
         if not dry_run:
+            by_id = {record.id: record for record in records}
             for session_id in list(run.doomed):
-                if backend.entries(session_id=session_id):  # a key moved onto it meanwhile
+                gone = run.drop(by_id[session_id])
+                if gone is not True:
                     del run.doomed[session_id]
-                    run.spared[session_id] = None
-                else:
-                    backend.delete_session(session_id)
+                    if gone is False:
+                        run.spared[session_id] = None
         removed = tuple(RetentionRemoval(i, rule) for i, rule in run.doomed.items())
         weights = [run.weigh(r) for r in records if r.id in run.doomed]
         remaining = None

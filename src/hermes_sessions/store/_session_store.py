@@ -25,13 +25,7 @@ from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import InvalidArgumentError, SessionNotFoundError
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.keys import KeyPolicy
-from hermes_sessions.models import (
-    Message,
-    RotateReason,
-    SessionEntry,
-    SessionRecord,
-    stamped,
-)
+from hermes_sessions.models import Message, RotateReason, SessionEntry, SessionRecord, stamped
 from hermes_sessions.policy import ResetPolicies
 from hermes_sessions.protocols import Backend, Clock, RotationPlan
 from hermes_sessions.queries import SearchQuery, SessionQuery
@@ -49,6 +43,7 @@ from hermes_sessions.store import (
     _views,
 )
 from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
+from hermes_sessions.store._ledger import LedgerMode
 from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
 from hermes_sessions.store._retention import RetentionPolicy
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
@@ -65,7 +60,7 @@ if TYPE_CHECKING:
     )
     from hermes_sessions.results import AppendResult
     from hermes_sessions.state import SessionState, StateDelta
-    from hermes_sessions.store._housekeeping import EraseReport, PruneReport
+    from hermes_sessions.store._housekeeping import PruneReport
     from hermes_sessions.store._lineage import Lineage
     from hermes_sessions.store._retention import RetentionReport
     from hermes_sessions.store._targets import ResumeFilter
@@ -79,7 +74,7 @@ _ARCHIVED, _UNARCHIVED = {"archived": True}, {"archived": False}
 
 
 @attrs.define(eq=False)
-class SessionStore(ClosesOnExit):
+class SessionStore(ClosesOnExit, LedgerMode):
     """The session lifecycle: keys, resets, transcripts, resume, branch, compress, search.
 
     Args:
@@ -94,6 +89,7 @@ class SessionStore(ClosesOnExit):
         lease_ttl: How long a compression lease lasts.
         retention: The default policy of :meth:`maintain` (``None``: pass one each time).
         incognito: Lanes kept in memory only; ``store.backend`` is then an ``IncognitoRouter``.
+        ledger: Record turns so restarts lose and repeat none (``store.ledger``, ``ledger.md``).
 
     .. versionadded:: 0.1.0
     """
@@ -107,6 +103,7 @@ class SessionStore(ClosesOnExit):
     lease_ttl: timedelta = attrs.field(default=DEFAULT_LEASE_TTL, kw_only=True)
     retention: RetentionPolicy | None = attrs.field(default=None, kw_only=True)
     incognito: IncognitoPolicy | None = attrs.field(default=None, kw_only=True)
+    ledger_on: bool = attrs.field(default=False, kw_only=True, alias="ledger")
     _rotate_callbacks: list[Callable[[RotateEvent], None]] = attrs.field(factory=list, init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -582,14 +579,8 @@ class SessionStore(ClosesOnExit):
         """Enforce ``policy`` (default ``self.retention``); ``busy(key)`` marks more active work."""
         return _retention.maintain(self, policy, dry_run=dry_run, busy=busy)
 
-    def erase_user(self, platform: str, *user_ids: str, dry_run: bool = False) -> EraseReport:
-        """Erase one user of one platform (right to erasure): pass all their ids there.
-
-        Their sessions, keys, messages, ids, names and user state go; then the files are scrubbed.
-        """
-        return _housekeeping.erase_user(
-            self.backend, platform, user_ids, dry_run=dry_run, app_id=self.keys.namespace
-        )
+    erase_user = _housekeeping.erase_user_of
+    """Erase one user of one platform (right to erasure), with ``memory=`` their memory too."""
 
     migrate_keys = _migration.migrate_keys
     """Move every key to a changed ``KeyPolicy``'s (a dry run): ``docs/key-migration.md``."""

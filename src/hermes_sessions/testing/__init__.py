@@ -33,6 +33,7 @@ from hermes_sessions.clock import FrozenClock
 from hermes_sessions.testing._check import CheckContract
 from hermes_sessions.testing._contention import ContentionContract
 from hermes_sessions.testing._durability import DurabilityContract
+from hermes_sessions.testing._ledger import LedgerContract
 from hermes_sessions.testing._messages import AppendContract, ReadContract, RewriteContract
 from hermes_sessions.testing._plans import PlanContract
 from hermes_sessions.testing._redelivery import (
@@ -74,6 +75,7 @@ class BackendContract(
     CheckContract,
     ContentionContract,
     TitleContract,
+    LedgerContract,
 ):
     """The conformance suite for storage backends; subclass it and implement ``make_backend``.
 

@@ -9,6 +9,7 @@ import pytest
 
 from hermes_sessions.exceptions import ConflictError, SessionNotFoundError
 from hermes_sessions.protocols import Backend, EntryWrite, RotationPlan
+from hermes_sessions.state import StateScope
 from hermes_sessions.testing._support import (
     T0,
     ContractBase,
@@ -286,3 +287,91 @@ class PlanContract(ContractBase):
         """copy_messages_from without create is refused when the plan is built."""
         with pytest.raises(ValueError, match="copy_messages_from"):
             RotationPlan(at=T0, copy_messages_from="s1")
+
+    # -- drop: the conditional delete of retention -------------------------------------------------
+
+    def test_drop_deletes_an_unreferenced_session_whole(self, backend: Backend) -> None:
+        """A drop deletes the session, its messages and state, and orphans its children."""
+        seed(backend, "old", KEY, say("yesterday"))
+        scope = StateScope.session("old").id
+        backend.update_state({scope: {"a": 1}}, session_id="old")
+        backend.apply(RotationPlan(at=minutes(1), create=record("child", parent_session_id="old")))
+        backend.apply(rotate(KEY, "old", "new", revision=1))
+        old = backend.get_session("old")
+        assert old is not None
+        backend.apply(RotationPlan(at=minutes(2), drop=[("old", old.revision)]))
+        assert backend.get_session("old") is None
+        assert backend.get_state([scope]) == {}
+        child = backend.get_session("child")
+        assert child is not None
+        assert child.parent_session_id is None
+        with pytest.raises(SessionNotFoundError):
+            backend.get_messages("old")
+
+    def test_drop_keeps_a_session_a_key_points_at(self, backend: Backend) -> None:
+        """A key pointing at a dropped session (a resume got there first): ConflictError."""
+        seed(backend, "old", KEY, say("keep me"))
+        backend.apply(rotate(KEY, "old", "new", revision=1))
+        old = backend.get_session("old")
+        assert old is not None
+        backend.put_entry(entry_for(KEY2, "old"), expected_revision=None)
+        with pytest.raises(ConflictError) as info:
+            backend.apply(RotationPlan(at=minutes(2), drop=[("old", old.revision)]))
+        assert info.value.session_id == "old"
+        assert [m.content for m in backend.get_messages("old")] == ["keep me"]
+
+    def test_drop_keeps_a_session_that_changed(self, backend: Backend) -> None:
+        """A session whose revision moved on since it was read is kept (ConflictError)."""
+        seed(backend, "old", KEY, say("first"))
+        backend.apply(rotate(KEY, "old", "new", revision=1))
+        old = backend.get_session("old")
+        assert old is not None
+        backend.append_messages("old", [say("late")])
+        with pytest.raises(ConflictError):
+            backend.apply(RotationPlan(at=minutes(2), drop=[("old", old.revision)]))
+        assert [m.content for m in backend.get_messages("old")] == ["first", "late"]
+
+    def test_a_failed_drop_writes_nothing_of_the_plan(self, backend: Backend) -> None:
+        """The drop's checks are the plan's: when one fails, nothing else of it is written."""
+        seed(backend, "held", KEY)
+        held = backend.get_session("held")
+        assert held is not None
+        with pytest.raises(ConflictError):
+            backend.apply(
+                RotationPlan(at=minutes(1), create=record("made"), drop=[("held", held.revision)])
+            )
+        assert backend.get_session("made") is None
+        assert backend.get_session("held") is not None
+
+    def test_a_plan_moves_a_key_off_a_session_and_drops_it(self, backend: Backend) -> None:
+        """The key leaves the session in the plan that drops it: both happen, atomically."""
+        seed(backend, "live", KEY, say("old news"))
+        live = backend.get_session("live")
+        assert live is not None
+        (entry,) = backend.apply(
+            RotationPlan(
+                at=minutes(1),
+                create=record("fresh", started_at=minutes(1)),
+                entries=[EntryWrite(entry=entry_for(KEY, "fresh"), expected_revision=1)],
+                end=[("live", "retention")],
+                drop=[("live", live.revision)],
+            )
+        )
+        assert entry.session_id == "fresh"
+        assert backend.get_session("live") is None
+
+    def test_dropping_an_unknown_session(self, backend: Backend) -> None:
+        """Dropping a session that is gone (another pass took it) is SessionNotFoundError."""
+        with pytest.raises(SessionNotFoundError):
+            backend.apply(RotationPlan(at=minutes(1), drop=[("ghost", 1)]))
+
+    def test_a_plan_cannot_drop_what_it_keeps(self) -> None:
+        """Dropping a session the plan creates, reopens or points a key at is refused."""
+        with pytest.raises(ValueError, match="drops"):
+            RotationPlan(at=T0, reopen=["s1"], drop=[("s1", 1)])
+        with pytest.raises(ValueError, match="drops"):
+            RotationPlan(
+                at=T0,
+                entries=[EntryWrite(entry=entry_for(KEY, "s1"), expected_revision=None)],
+                drop=[("s1", 1)],
+            )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Self, cast
 
 import attrs
 
+from hermes_sessions.backends.encrypted import _ledger
 from hermes_sessions.backends.encrypted._check import encryption_problems
 from hermes_sessions.backends.encrypted._codec import RESERVED_SCOPES, Codec
 from hermes_sessions.backends.encrypted._marker import StoreMarker, open_marker
@@ -20,6 +22,7 @@ from hermes_sessions.protocols import (
     RotationPlan,
     SearchableBackend,
     SupportsCheck,
+    SupportsLedger,
     SupportsReindex,
     SupportsScrub,
 )
@@ -76,15 +79,8 @@ class EncryptedBackend(ClosesOnExit):
         """Pick the class that offers exactly ``inner``'s optional protocols."""
         if cls is not EncryptedBackend:
             return super().__new__(cls)
-        scrub = isinstance(inner, SupportsScrub)
-        reindex = isinstance(inner, SupportsReindex)
-        chosen: type[EncryptedBackend] = {
-            (False, False): EncryptedBackend,
-            (True, False): _WithScrub,
-            (False, True): _WithReindex,
-            (True, True): _WithBoth,
-        }[scrub, reindex]
-        return cast("Self", super().__new__(chosen))
+        mixins = tuple(mixin for ability, mixin in _ABILITIES if isinstance(inner, ability))
+        return cast("Self", super().__new__(_class_with(mixins)))
 
     def __init__(
         self, inner: SearchableBackend, *, cipher: Cipher, user_keys: UserKeys | None = None
@@ -523,9 +519,23 @@ class _ReindexMixin(EncryptedBackend):
         return self.inner.reindex(progress=progress, batch_size=batch_size)
 
 
-class _WithReindex(_ReindexMixin):
-    pass
+class _LedgerMixin(EncryptedBackend):
+    """``SupportsLedger`` of an inner backend that has it, sealed (``_ledger``)."""
+
+    ledger_rows = _ledger.ledger_rows
+    ledger_write = _ledger.ledger_write
 
 
-class _WithBoth(_ReindexMixin, _WithScrub):
-    pass
+_ABILITIES: tuple[tuple[type, type[EncryptedBackend]], ...] = (
+    (SupportsScrub, _WithScrub),
+    (SupportsReindex, _ReindexMixin),
+    (SupportsLedger, _LedgerMixin),
+)
+
+
+@functools.cache
+def _class_with(mixins: tuple[type[EncryptedBackend], ...]) -> type[EncryptedBackend]:
+    """``EncryptedBackend`` with the methods of ``mixins`` (one class per combination)."""
+    if not mixins:
+        return EncryptedBackend
+    return type("EncryptedBackend", mixins, {})

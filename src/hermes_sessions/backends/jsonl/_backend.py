@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import attrs
 
 from hermes_sessions import options
-from hermes_sessions.backends.jsonl import _state
+from hermes_sessions.backends.jsonl import _ledger, _state
 from hermes_sessions.backends.jsonl._check import storage_problems
 from hermes_sessions.backends.jsonl._engine import DirectoryEngine
 from hermes_sessions.backends.jsonl._journal import (
@@ -30,10 +30,10 @@ from hermes_sessions.backends.jsonl._journal import (
     Plan,
     Put,
     Release,
-    Remove,
     Touch,
 )
 from hermes_sessions.backends.jsonl._listing import summary_page
+from hermes_sessions.backends.jsonl._removal import commit_plan, remove_session
 from hermes_sessions.backends.jsonl._repair import BACKUPS, DroppedLine, RepairReport, repair
 from hermes_sessions.backends.jsonl._session_records import Active, End, Reopen, Update
 from hermes_sessions.backends.memtables import Transcript, resolve_plan
@@ -143,6 +143,8 @@ class JSONLBackend(ClosesOnExit):
     """How many transcripts each process keeps in memory at most (the least recently used are
     dropped and read again when needed); ``None``: every one. Opening reads no session file."""
     _engine: DirectoryEngine = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
+    ledger_rows = _ledger.ledger_rows  # SupportsLedger: the turn ledger
+    ledger_write = _ledger.ledger_write
 
     def __attrs_post_init__(self) -> None:
         self._engine = _wrapped(_open_engine)(self)
@@ -321,13 +323,7 @@ class JSONLBackend(ClosesOnExit):
         with self._engine.writing() as state:
             if session_id not in state.sessions:
                 return False
-            parent = f'"parent_session_id":"{session_id}"'.encode()
-            children = sorted(
-                cached.record.id
-                for cached in state.sessions.files(containing=parent)
-                if cached.record.parent_session_id == session_id
-            )
-            self._engine.remove(Remove(self._engine.next_tx, session_id, tuple(children)))
+            remove_session(self._engine, state, session_id)
             return True
 
     @_wrapped
@@ -379,7 +375,7 @@ class JSONLBackend(ClosesOnExit):
     def state_scopes(self) -> list[str]:
         """Every scope id that holds a value, sorted."""
         with self._engine.reading() as cache:
-            return sorted(cache.scopes)
+            return sorted(s for s in cache.scopes if not _ledger.is_ledger_scope(s))
 
     @_wrapped
     def update_state(
@@ -510,6 +506,7 @@ class JSONLBackend(ClosesOnExit):
         """Commit ``plan`` atomically: checked, announced in one journal record, written, committed.
 
         A crash part-way is completed from the journal record by the next process to look.
+        ``drop`` is checked with the rest and removed right after, under the same lock.
         """
         check_message_sizes(plan.messages, self.max_message_bytes)
         with self._engine.writing() as state:
@@ -562,7 +559,7 @@ class JSONLBackend(ClosesOnExit):
                 deletes=tuple(resolved.deleted),
                 rekey=plan.rekey,
             )
-            self._engine.apply_plan(record)
+            commit_plan(self._engine, state, record, plan.drop)
             return resolved.written
 
     # -- leases ------------------------------------------------------------------------------------

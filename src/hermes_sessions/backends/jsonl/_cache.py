@@ -33,6 +33,7 @@ from hermes_sessions.backends.jsonl._journal import (
     Touch,
     Write,
 )
+from hermes_sessions.backends.jsonl._ledger import rows_of_session as ledger_rows_of
 from hermes_sessions.backends.jsonl._lines import Chunk, Line, read_chunk, require_checksums
 from hermes_sessions.backends.jsonl._search import SearchIndex
 from hermes_sessions.backends.jsonl._session_records import (
@@ -401,6 +402,8 @@ def apply_record(  # noqa: C901, PLR0912  # one branch per record type
         set_scopes(state.scopes, record.scopes)
     elif isinstance(record, Remove):
         state.scopes.pop(session_scope(record.session), None)
+        for scope_id in ledger_rows_of(state.scopes, record.session):  # its ledger rows go too
+            del state.scopes[scope_id]
     elif isinstance(record, Plan):
         plans[record.tx] = record
     elif isinstance(record, Commit):

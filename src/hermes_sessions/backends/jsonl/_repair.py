@@ -39,6 +39,7 @@ from hermes_sessions.backends.jsonl._journal import (
     Write,
     parse_journal,
 )
+from hermes_sessions.backends.jsonl._ledger import is_ledger_scope
 from hermes_sessions.backends.jsonl._lines import make_private_dir, parse_line, truncate
 from hermes_sessions.backends.jsonl._session_records import (
     CHECKSUMS_SINCE,
@@ -452,10 +453,14 @@ class _Repair:
             for session_id in disk
         }
         kept = {session_scope(session_id) for session_id in disk}
-        scopes = {  # a session's own scope goes with its file
+        scopes = {  # a session's own scope and ledger rows go with its file
             scope_id: value
             for scope_id, value in state.scopes.items()
-            if scope_id in kept or not scope_id.startswith(SESSION_SCOPE)
+            if scope_id in kept
+            or (
+                not scope_id.startswith(SESSION_SCOPE)
+                and not (is_ledger_scope(scope_id) and value.get("session_id") not in disk)
+            )
         }
         data = snapshot_lines(last_tx, state.table.listing(), state.leases, files, scopes)
         replace_file(engine.snapshot_path, data, sync=True)

@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from hermes_sessions import options
+from hermes_sessions.backends.postgres import _ledger as ledger_sql
 from hermes_sessions.backends.postgres import _messages as writes
 from hermes_sessions.backends.postgres import _reindex
 from hermes_sessions.backends.postgres import _schema as schema
 from hermes_sessions.backends.postgres import _state as state_sql
 from hermes_sessions.backends.postgres import _statements as statements
+from hermes_sessions.backends.postgres._memory import MemoryRows
 from hermes_sessions.backends.postgres._pool import Connections, guarded
 from hermes_sessions.backends.postgres._rows import (
     ENTRY_COLUMNS,
@@ -37,6 +39,7 @@ from hermes_sessions.backends.postgres._search import search as run_search
 from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
 from hermes_sessions.backends.rules import (
     apply_update,
+    check_ledger_write,
     check_message_sizes,
     check_session_revision,
     check_state_target,
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from hermes_sessions.checks import CheckReport
+    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -68,7 +72,7 @@ DSN_VARIABLE = "HERMES_SESSIONS_DSN"
 
 
 @attrs.define(eq=False)
-class PostgresBackend(Connections, ClosesOnExit):
+class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
     """Sessions, messages, routing and search in a PostgreSQL schema, shared by many hosts.
 
     Args:
@@ -287,23 +291,7 @@ class PostgresBackend(Connections, ClosesOnExit):
     @guarded
     def delete_session(self, session_id: str) -> bool:
         """Delete a session, its messages and search rows; orphan its children."""
-
-        def work(connection: psycopg.Connection[Any]) -> bool:
-            cursor = connection.execute(
-                self.q("DELETE FROM {s}.sessions WHERE id = %s"), (session_id,)
-            )
-            if cursor.rowcount == 0:
-                return False
-            state_sql.forget(self, connection, session_id)
-            connection.execute(
-                self.q(
-                    "UPDATE {s}.sessions SET parent_session_id = NULL WHERE parent_session_id = %s"
-                ),
-                (session_id,),
-            )
-            return True
-
-        return self._run(work)
+        return self._run(lambda c: statements.drop_session(self, c, session_id))
 
     @guarded
     def list_sessions(self, query: SessionQuery) -> SessionPage:
@@ -342,6 +330,46 @@ class PostgresBackend(Connections, ClosesOnExit):
             )
             if usage is not None and not result.duplicate:
                 self._update(connection, session_id, usage.values(), usage.increments())
+            return result
+
+        return self._run(work)
+
+    @guarded
+    def ledger_rows(
+        self,
+        kind: LedgerKind,
+        *,
+        ids: Sequence[str] | None = None,
+        status: str | None = None,
+        session_key: str | None = None,
+    ) -> list[LedgerRow]:
+        """The stored rows of ``kind`` passing the filters, by ``(updated_at, id)``."""
+        wanted = None if ids is None else list(dict.fromkeys(ids))
+        return self._run(
+            lambda c: ledger_sql.rows(self, c, kind, wanted, status, session_key), write=False
+        )
+
+    @guarded
+    def ledger_write(
+        self,
+        session_id: str,
+        rows: Sequence[LedgerRow],
+        *,
+        messages: Sequence[Message] = (),
+        touch_at: datetime | None = None,
+        usage: Usage | None = None,
+    ) -> AppendResult:
+        """Append ``messages`` and write ``rows`` in one transaction (versions checked)."""
+        check_message_sizes(messages, self.max_message_bytes)
+        check_ledger_write(session_id, rows, len(messages))
+
+        def work(connection: psycopg.Connection[Any]) -> AppendResult:
+            result = writes.append(self, connection, session_id, messages, touch_at=touch_at)
+            if result.duplicate:
+                return result
+            if usage is not None:
+                self._update(connection, session_id, usage.values(), usage.increments())
+            ledger_sql.write(self, connection, rows, result)
             return result
 
         return self._run(work)

@@ -117,11 +117,30 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             holder text NOT NULL,
             expires_at timestamptz NOT NULL
         )""",
+        # The turn ledger (SupportsLedger): accepted messages and replies to send.
+        """CREATE TABLE {s}.ledger (
+            kind text NOT NULL,
+            id text COLLATE "C" NOT NULL,
+            session_id text COLLATE "C" NOT NULL,
+            session_key text COLLATE "C" NOT NULL,
+            status text NOT NULL,
+            updated_at timestamptz NOT NULL,
+            data text NOT NULL,
+            version bigint NOT NULL,
+            PRIMARY KEY (kind, id)
+        )""",
+        "CREATE INDEX ledger_status ON {s}.ledger (kind, status, updated_at)",
+        "CREATE INDEX ledger_session ON {s}.ledger (session_id)",
         # ``tokens_version`` names the token stream (text.TOKENS_VERSION) of the message_text
         # rows; while it names an older one, searches stay exact, slower, until reindex() has
         # rewritten them (``reindexed_through`` marks its progress). A new schema records the
         # current one when it is first opened.
         "CREATE TABLE {s}.meta (name text PRIMARY KEY, value text NOT NULL)",
+        # Scoped memory (hermes_sessions.memory.ScopedMemory): a JSON array of entries per scope.
+        """CREATE TABLE {s}.memory (
+            scope text COLLATE "C" PRIMARY KEY,
+            entries text NOT NULL
+        )""",
         # session state: one JSON object per scope (hermes_sessions.state); every change of a
         # session's transcript or state moves its revision (if_revision=).
         """CREATE TABLE {s}.state (

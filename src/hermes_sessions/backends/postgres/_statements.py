@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from hermes_sessions.backends.postgres import _ledger as ledger_sql
 from hermes_sessions.backends.postgres import _state as state_sql
 from hermes_sessions.backends.postgres._messages import append, transcript
 from hermes_sessions.backends.postgres._pool import lock_id
@@ -31,6 +32,8 @@ from hermes_sessions.backends.postgres._rows import (
     record_values,
 )
 from hermes_sessions.backends.rules import (
+    check_drop_revisions,
+    check_drops_unreferenced,
     check_plan,
     check_title_free,
     first_messages,
@@ -55,6 +58,7 @@ __all__ = [
     "check_title",
     "create",
     "delete_entry",
+    "drop_session",
     "end",
     "lock_keys",
     "put_entry",
@@ -223,15 +227,18 @@ def _lock_sessions(
     named += [s for pair in plan.repoint for s in pair] + list(plan.reopen)
     named += [s for s, _ in plan.end] + [s for s, _ in plan.rekey]
     named += [s for s in (plan.copy_state_from, plan.copy_messages_from) if s is not None]
+    named += [s for s, _ in plan.drop]
     if plan.create is not None:
         named.append(plan.create.id)
     rows = connection.execute(
         pool.q(
-            "SELECT id, end_reason IS NOT NULL FROM {s}.sessions WHERE id = ANY(%s::text[]) "
-            "ORDER BY seq FOR UPDATE"
+            "SELECT id, end_reason IS NOT NULL, revision FROM {s}.sessions "
+            "WHERE id = ANY(%s::text[]) ORDER BY seq FOR UPDATE"
         ),
         (sorted(set(named)),),
     ).fetchall()
+    revisions = {row[0]: int(row[2]) for row in rows}
+    check_drop_revisions(plan, revisions.get)
     return {row[0]: row[1] for row in rows}
 
 
@@ -322,4 +329,27 @@ def apply_plan(
             ),
             (plan.at, enc(reason), session_id, session_id),
         )
+    if plan.drop:
+        dropped = [session_id for session_id, _ in plan.drop]
+        held = connection.execute(
+            pool.q("SELECT session_id FROM {s}.entries WHERE session_id = ANY(%s::text[])"),
+            (dropped,),
+        ).fetchall()
+        check_drops_unreferenced(plan, {row[0] for row in held}.__contains__)
+        for session_id in dropped:
+            drop_session(pool, connection, session_id)
     return written
+
+
+def drop_session(pool: Connections, connection: psycopg.Connection[Any], session_id: str) -> bool:
+    """Delete a session (messages and search rows cascade), state, ledger rows; orphan children."""
+    cursor = connection.execute(pool.q("DELETE FROM {s}.sessions WHERE id = %s"), (session_id,))
+    if cursor.rowcount == 0:
+        return False
+    state_sql.forget(pool, connection, session_id)
+    ledger_sql.forget(pool, connection, session_id)
+    connection.execute(
+        pool.q("UPDATE {s}.sessions SET parent_session_id = NULL WHERE parent_session_id = %s"),
+        (session_id,),
+    )
+    return True

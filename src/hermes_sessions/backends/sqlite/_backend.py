@@ -25,6 +25,7 @@ from hermes_sessions.backends.sqlite import _batches
 from hermes_sessions.backends.sqlite import _entries as entries_sql
 from hermes_sessions.backends.sqlite import _files as files
 from hermes_sessions.backends.sqlite import _leases as leases_sql
+from hermes_sessions.backends.sqlite import _ledger as ledger_sql
 from hermes_sessions.backends.sqlite import _lookup as lookup_sql
 from hermes_sessions.backends.sqlite import _messages as messages_sql
 from hermes_sessions.backends.sqlite import _plan as plan_sql
@@ -40,7 +41,6 @@ from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import (
     CorruptRecordError,
     LockTimeoutError,
-    SessionNotFoundError,
     StorageError,
 )
 from hermes_sessions.options import Durability
@@ -114,6 +114,8 @@ class SQLiteBackend(ClosesOnExit):
     # Whether the FTS5 rows are known to hold the current token stream; once true, it stays so.
     _tokens_current: bool = attrs.field(default=True, init=False, on_setattr=attrs.setters.NO_OP)
     write_batch = _batches.write_batch  # SupportsWriteBatches: the async store's write batches
+    ledger_rows = ledger_sql.ledger_rows  # SupportsLedger: the turn ledger
+    ledger_write = ledger_sql.ledger_write
 
     def __attrs_post_init__(self) -> None:
         self._connections = Connections(
@@ -287,18 +289,7 @@ class SQLiteBackend(ClosesOnExit):
     @guarded
     def delete_session(self, session_id: str) -> bool:
         """Delete a session, its messages and search rows; orphan its children."""
-
-        def work(connection: sqlite3.Connection) -> bool:
-            try:
-                seq = sessions_sql.seq_of(connection, session_id)
-            except SessionNotFoundError:
-                return False
-            messages_sql.remove_all(connection, seq, fts=self._fts)
-            sessions_sql.delete(connection, seq, session_id)
-            state_sql.forget(connection, session_id)
-            return True
-
-        return self._write(work)
+        return self._write(lambda c: plan_sql.drop_session(c, session_id, fts=self._fts))
 
     @guarded
     def list_sessions(self, query: SessionQuery) -> SessionPage:

@@ -10,8 +10,14 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from hermes_sessions.backends.rules import check_plan, first_messages
+from hermes_sessions.backends.rules import (
+    check_drop_revisions,
+    check_drops_unreferenced,
+    check_plan,
+    first_messages,
+)
 from hermes_sessions.backends.sqlite import _entries as entries
+from hermes_sessions.backends.sqlite import _ledger as ledger
 from hermes_sessions.backends.sqlite import _messages as messages
 from hermes_sessions.backends.sqlite import _sessions as sessions
 from hermes_sessions.backends.sqlite import _state as state
@@ -22,7 +28,20 @@ if TYPE_CHECKING:
     from hermes_sessions.models import Message, SessionEntry
     from hermes_sessions.protocols import RotationPlan
 
-__all__ = ["apply_plan"]
+__all__ = ["apply_plan", "drop_session"]
+
+
+def drop_session(connection: sqlite3.Connection, session_id: str, *, fts: bool) -> bool:
+    """Delete a session, its messages, search rows, state and ledger rows; orphan its children."""
+    found = connection.execute("SELECT seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if found is None:
+        return False
+    seq = int(found[0])
+    messages.remove_all(connection, seq, fts=fts)
+    sessions.delete(connection, seq, session_id)
+    state.forget(connection, session_id)
+    ledger.forget(connection, session_id)
+    return True
 
 
 def _first_messages(connection: sqlite3.Connection, plan: RotationPlan) -> list[Message]:
@@ -68,6 +87,7 @@ def apply_plan(
         lambda key: entries.revision(connection, key),
         lambda session_id: sessions.ended(connection, session_id),
     )
+    check_drop_revisions(plan, lambda session_id: _revision(connection, session_id))
     if plan.create is not None:
         first = _first_messages(connection, plan)
         sessions.create(connection, plan.create)
@@ -84,4 +104,12 @@ def apply_plan(
     for session_id, reason in plan.end:
         if not entries.points_at(connection, session_id):
             sessions.end(connection, session_id, reason, plan.at)
+    check_drops_unreferenced(plan, lambda session_id: entries.points_at(connection, session_id))
+    for session_id, _ in plan.drop:
+        drop_session(connection, session_id, fts=fts)
     return written
+
+
+def _revision(connection: sqlite3.Connection, session_id: str) -> int | None:
+    found = sessions.record(connection, session_id)
+    return None if found is None else found.revision

@@ -61,9 +61,9 @@ __all__ = [
 ]
 
 MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
-    # 1 — the initial schema: sessions, messages, the routing index, leases, session state,
-    # search support (index state, and message-time bounds per block of ids, which let
-    # newest/oldest searches stop early while walking the full-text index in id order).
+    # 1 — the initial schema: sessions, messages, the routing index, leases, the turn ledger,
+    # session state, search support (index state, and message-time bounds per block of ids,
+    # which let newest/oldest searches stop early while walking the full-text index in id order).
     (
         """CREATE TABLE sessions (
             seq INTEGER PRIMARY KEY,
@@ -131,6 +131,20 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             holder TEXT NOT NULL,
             expires_at INTEGER NOT NULL
         ) WITHOUT ROWID""",
+        # The turn ledger (SupportsLedger): accepted messages and replies to send.
+        """CREATE TABLE ledger (
+            kind TEXT NOT NULL,
+            id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            session_key TEXT NOT NULL,
+            status TEXT NOT NULL,
+            updated_at INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            PRIMARY KEY (kind, id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX ledger_status ON ledger (kind, status, updated_at)",
+        "CREATE INDEX ledger_session ON ledger (session_id)",
         "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
         """CREATE TABLE message_blocks (
             block INTEGER PRIMARY KEY,
