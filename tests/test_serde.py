@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta, timezone
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,7 +18,16 @@ from hermes_sessions import (
     SessionSource,
 )
 from hermes_sessions.models import MESSAGE_FIELDS
-from hermes_sessions.serde import converter, make_converter, structure, unstructure
+from hermes_sessions.serde import (
+    compact_json,
+    converter,
+    make_converter,
+    message_dict,
+    stored_message,
+    stored_messages,
+    structure,
+    unstructure,
+)
 
 NOW = datetime(2026, 5, 12, 1, 20, 0, 124181, tzinfo=UTC)
 RECORD = {"id": "s", "source": "cli", "started_at": NOW.isoformat()}
@@ -171,6 +181,48 @@ messages = st.builds(
 )
 
 
+@given(messages, st.integers(0, 2**40), safe_ids)
+def test_stored_messages_equal_the_validated_decoding(message, message_id, session_id):
+    """The unvalidated read of a stored body builds exactly what the converter builds."""
+    body = compact_json(message_dict(message, skip=frozenset({"id", "session_id", "active"})))
+    expected = structure(
+        json.loads(body) | {"id": message_id, "session_id": session_id, "active": message.active},
+        Message,
+    )
+    fast = stored_messages([(message_id, int(message.active), body)], session_id)
+    assert fast == [expected]
+    assert attrs.asdict(fast[0]) == attrs.asdict(expected)
+    if expected.timestamp is not None:
+        assert fast[0].timestamp.tzinfo is UTC
+
+
+def test_stored_message_sets_every_field():
+    """A field added to Message must be read back too (the fast read names them one by one)."""
+    message = stored_message({"role": "user"}, 1, "s1")
+    for field in attrs.fields(Message):
+        assert hasattr(message, field.name), field.name
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("{bad", "property name"),
+        ("nope", "not JSON"),
+        ("[1, 2]", "JSON object"),
+        ('{"role":"user"} x', "extra data"),
+        ('{"role":5}', "role must be text"),
+        ('{"role":"user","content":5}', "content"),
+        ('{"role":"user","tool_calls":{}}', "tool_calls"),
+        ('{"role":"user","timestamp":"2026-05-12T01:00:00"}', "UTC offset"),
+        ('{"role":"user","timestamp":7}', "fromisoformat"),
+    ],
+)
+def test_a_damaged_stored_body_is_refused(body, reason):
+    """What decoding needs is still checked; the backends turn this into CorruptRecordError."""
+    with pytest.raises((ValueError, TypeError), match=reason):
+        stored_messages([(1, 1, body)], "s1")
+
+
 @given(messages)
 def test_message_round_trip(message):
     """Every message survives dict → JSON text → dict → Message unchanged (times as instants)."""
@@ -237,3 +289,9 @@ def test_entry_and_record_round_trip(model):
     """Routing entries and session records survive a JSON round trip unchanged."""
     data = json.loads(json.dumps(unstructure(model)))
     assert structure(data, type(model)) == model
+
+
+@given(st.one_of(sources, entries, records))
+def test_models_unstructure_as_the_converter_does(model):
+    """Sources, entries and records turned by hand equal what the converter makes."""
+    assert unstructure(model) == converter().unstructure(model)

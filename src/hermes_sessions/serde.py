@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
-import cattrs
 
 from hermes_sessions.exceptions import CorruptRecordError, InvalidArgumentError
 from hermes_sessions.models import (
@@ -32,7 +31,10 @@ from hermes_sessions.models import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
     from pathlib import Path
+
+    import cattrs
 
     from hermes_sessions.models import JSONObject
 
@@ -40,8 +42,11 @@ __all__ = [
     "compact_json",
     "converter",
     "dump_datetime",
+    "entry_body_values",
     "load_datetime",
     "message_dict",
+    "stored_message",
+    "stored_messages",
     "structure",
     "unstructure",
 ]
@@ -106,6 +111,123 @@ def _structure_message(data: object, _: object) -> Message:
     return Message(**known, extra=extra)
 
 
+_NEW: Final = object.__new__
+_OPTIONAL_FIELDS: Final = (
+    "tool_call_id",
+    "tool_name",
+    "token_count",
+    "finish_reason",
+    "reasoning",
+    "platform_message_id",
+    "sender_id",
+    "sender_name",
+)
+_OPTIONAL_SET: Final = frozenset(_OPTIONAL_FIELDS)
+
+
+def _setter(name: str) -> Callable[[Message, Any], None]:
+    """The slot's own setter: fills a field of a frozen message (a third cheaper than setattr)."""
+    setter: Callable[[Message, Any], None] = vars(Message)[name].__set__
+    return setter
+
+
+_SET_ROLE: Final = _setter("role")
+_SET_CONTENT: Final = _setter("content")
+_SET_ID: Final = _setter("id")
+_SET_SESSION_ID: Final = _setter("session_id")
+_SET_TOOL_CALLS: Final = _setter("tool_calls")
+_SET_TIMESTAMP: Final = _setter("timestamp")
+_SET_ACTIVE: Final = _setter("active")
+_SET_EXTRA: Final = _setter("extra")
+_OPTIONAL_SETTERS: Final = tuple((name, _setter(name)) for name in _OPTIONAL_FIELDS)
+_COLUMN_KEYS: Final = frozenset({"id", "session_id", "active"})
+_CONTENT_TYPES: Final = (str, list, type(None))
+_from_iso: Final = datetime.fromisoformat
+
+
+def _drop_columns(data: dict[str, Any]) -> None:
+    for name in _COLUMN_KEYS:
+        data.pop(name, None)
+
+
+def stored_message(
+    data: dict[str, Any],
+    message_id: int,
+    session_id: str,
+    active: bool = True,  # noqa: FBT001, FBT002
+) -> Message:
+    """A :class:`Message` from the JSON body a backend wrote itself, without re-validating it.
+
+    Reading the context window is on the path of every turn, and running every validator of
+    every field of 40 messages again costs most of the read. The body was made by
+    :func:`message_dict` from a message validated when it was appended, so only what decoding
+    needs is checked: the body is an object, ``role`` is text, ``content`` text, a list or null,
+    ``tool_calls`` a list or null, and ``timestamp`` an aware ISO 8601 time. Anything else
+    raises ``TypeError`` or ``ValueError``, which the backends' row decoders turn into
+    :class:`~hermes_sessions.exceptions.CorruptRecordError` naming the row. ``data`` is consumed
+    (it becomes the message's ``extra``). Backends that read input from outside the library
+    (bundles, imports) use :func:`structure` instead. For library internals only.
+    """
+    if type(data) is not dict:
+        raise TypeError(f"a message must be a JSON object, got {type(data).__name__}")
+    take = data.pop
+    role = take("role", None)
+    if type(role) is not str:
+        raise TypeError(f"a message role must be text, got {type(role).__name__}")
+    content = take("content", None)
+    if not isinstance(content, _CONTENT_TYPES):
+        raise TypeError(f"message content must be text, a list or null, not {content!r:.40}")
+    tool_calls = take("tool_calls", None)
+    if tool_calls is not None and type(tool_calls) is not list:
+        raise TypeError(f"tool_calls must be a list, got {type(tool_calls).__name__}")
+    timestamp = take("timestamp", None)
+    if timestamp is not None:
+        timestamp = _from_iso(timestamp)
+        if timestamp.tzinfo is not UTC:
+            if timestamp.tzinfo is None:
+                raise ValueError(f"datetime {timestamp} has no UTC offset")
+            timestamp = timestamp.astimezone(UTC)
+    if not _COLUMN_KEYS.isdisjoint(data):  # kept in columns; a body never repeats them
+        _drop_columns(data)
+    message = _NEW(Message)
+    _SET_ROLE(message, role)
+    _SET_CONTENT(message, content)
+    _SET_ID(message, message_id)
+    _SET_SESSION_ID(message, session_id)
+    _SET_TOOL_CALLS(message, tool_calls)
+    _SET_TIMESTAMP(message, timestamp)
+    _SET_ACTIVE(message, active)
+    present = _OPTIONAL_SET.intersection(data)
+    for name, setter in _OPTIONAL_SETTERS:
+        setter(message, take(name) if name in present else None)
+    _SET_EXTRA(message, data)
+    return message
+
+
+_SCAN: Final = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__
+
+
+def stored_messages(rows: Iterable[Sequence[Any]], session_id: str) -> list[Message]:
+    """Messages from ``(id, active, body)`` rows the library wrote (see :func:`stored_message`).
+
+    The read of a context window: each body is decoded by the JSON scanner directly (a stored
+    body is one compact object). A damaged row raises ``ValueError`` or ``TypeError`` without
+    saying which; backends then decode the rows one by one to name it. For library internals.
+    """
+    scan = _SCAN
+    out: list[Message] = []
+    append = out.append
+    try:
+        for message_id, active, body in rows:
+            data, end = scan(body, 0)
+            if end != len(body):
+                raise ValueError("extra data after the JSON object")
+            append(stored_message(data, message_id, session_id, bool(active)))
+    except StopIteration as error:
+        raise ValueError(f"a message body is not JSON (at character {error.value})") from None
+    return out
+
+
 def message_dict(message: Message, *, skip: frozenset[str] = frozenset()) -> JSONObject:
     """The flat JSON object of a message, leaving out the fields named in ``skip``.
 
@@ -154,6 +276,15 @@ def _omit_defaults(cls: type[Any], conv: cattrs.Converter) -> None:
     conv.register_unstructure_hook(cls, unstructure_hook)
 
 
+_PLAIN_MODELS: Final[dict[type[Any], tuple[tuple[str, Any, Any], ...]]] = {
+    cls: tuple(
+        (field.name, field.default, getattr(field.default, "factory", None))
+        for field in attrs.fields(cls)
+    )
+    for cls in (SessionSource, SessionEntry, SessionRecord)
+}
+
+
 def _strict(*kinds: type[Any]) -> Any:
     """A structure hook that checks the JSON type; never coerce (``bool("false")`` is true)."""
 
@@ -168,6 +299,8 @@ def _strict(*kinds: type[Any]) -> Any:
 
 def make_converter() -> cattrs.Converter:
     """Build the converter; the library uses the single instance :func:`converter` returns."""
+    import cattrs  # noqa: PLC0415  # loaded on first need: storing and reading turns do not
+
     conv = cattrs.Converter(forbid_extra_keys=True)
     conv.register_structure_hook(str, _strict(str))
     conv.register_structure_hook(int, _strict(int))
@@ -191,11 +324,84 @@ def converter() -> cattrs.Converter:
     return make_converter()
 
 
+def _plain(value: Any) -> Any:
+    """``value`` as the converter unstructures it, for the types models hold (no cattrs)."""
+    kind = type(value)
+    if kind in _PLAIN_MODELS:
+        return _model_dict(value)
+    if kind is datetime:
+        return dump_datetime(value)
+    if kind is dict:
+        return {key: _plain(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [_plain(item) for item in value]
+    if kind is Message:
+        return message_dict(value)
+    return value
+
+
+def _model_dict(obj: Any) -> JSONObject:
+    """A source, entry or record as a dict leaving out default fields (as ``_omit_defaults``)."""
+    out: JSONObject = {}
+    for name, plain_default, factory in _PLAIN_MODELS[type(obj)]:
+        value = getattr(obj, name)
+        default = plain_default if factory is None else factory()
+        if value is default or (value == default and type(value) is type(default)):
+            continue
+        out[name] = _plain(value)
+    return out
+
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_ENTRY_COLUMN_FIELDS: Final = frozenset(
+    {"session_key", "session_id", "created_at", "updated_at", "last_prompt_tokens", "revision"}
+)
+_SOURCE_FIELDS: Final = frozenset(field.name for field in attrs.fields(SessionSource))
+_ENTRY_BODY_FIELDS: Final = (
+    frozenset(field.name for field in attrs.fields(SessionEntry)) - _ENTRY_COLUMN_FIELDS
+)
+
+
+def entry_body_values(data: object) -> SessionEntry:
+    """A routing entry holding the fields of a stored entry body (the rest are placeholders).
+
+    Backends keep an entry's key, session, times, tokens and revision in columns and the rest
+    (``origin``, display name, flags, ...) in a JSON body; this checks such a body through the
+    models' own validators, without building the converter (on the first turn of a process).
+    Raises ``TypeError`` or ``ValueError`` on a body the library did not write.
+    """
+    if type(data) is not dict:
+        raise TypeError(f"an entry body must be a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - _ENTRY_BODY_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown entry fields {unknown}")
+    values = dict(data)
+    origin = values.get("origin")
+    if origin is not None:
+        if type(origin) is not dict:
+            raise TypeError(f"an entry origin must be a JSON object, got {type(origin).__name__}")
+        extra = sorted(set(origin) - _SOURCE_FIELDS)
+        if extra:
+            raise ValueError(f"unknown source fields {extra}")
+        values["origin"] = SessionSource(**origin)
+    return SessionEntry(
+        session_key="", session_id="x", created_at=_EPOCH, updated_at=_EPOCH, **values
+    )
+
+
 def unstructure(obj: Any) -> JSONObject:
     """Turn a model into a JSON-able dict.
 
+    Sources, entries, records and messages are turned by hand (the same dicts the converter
+    makes), so storing them does not build the converter: it is only needed on first use of
+    another type, which keeps the first turn of a process cheap.
+
     .. versionadded:: 0.1.0
     """
+    if type(obj) in _PLAIN_MODELS:
+        return _model_dict(obj)
+    if type(obj) is Message:
+        return message_dict(obj)
     result = converter().unstructure(obj)
     assert isinstance(result, dict)  # noqa: S101  # every model unstructures to an object
     return result
@@ -208,6 +414,8 @@ def structure(
 
     .. versionadded:: 0.1.0
     """
+    import cattrs  # noqa: PLC0415  # loaded with the converter (see make_converter)
+
     try:
         return converter().structure(data, cls)
     except cattrs.BaseValidationError as error:

@@ -139,6 +139,7 @@ def _commands(session_id: str, tmp_path: Path, bundle: Path) -> list[list[object
         ["show", session_id],
         ["search", "部署"],
         ["stats"],
+        ["ledger", "pending"],
         ["check"],
         ["rename", session_id, SECRET_TITLE],
         ["archive", session_id],

@@ -14,7 +14,7 @@ from extras import FRAMEWORKS_REASON
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.cli import main
 from hermes_sessions.exceptions import MissingDependencyError
-from hermes_sessions.memory import MemoryStore
+from hermes_sessions.memory import MemoryContext, MemoryStore, ScopedMemory
 from hermes_sessions.models import Message, SessionSource
 from hermes_sessions.store import SessionStore
 from hermes_sessions.tools import MEMORY_RESULT_SCHEMA, SESSION_SEARCH_RESULT_SCHEMA
@@ -158,6 +158,32 @@ def test_the_memory_tool_edits_the_memory_files(store, tmp_path):
     assert MemoryStore(tmp_path).entries("user") == ("prefers short answers",)
     assert bad.is_error is True
     assert bad.structured_content["code"] == "invalid_arguments"
+
+
+def test_the_memory_tool_writes_scoped_memory_as_the_requester(store, tmp_path):
+    """With ScopedMemory, the requester writes their own profile and their lane's notes."""
+    memory = ScopedMemory(tmp_path / "scoped")
+    in_dm = build_server(store, parse_requester("telegram:42"), memory=memory)
+    in_group = build_server(
+        store, parse_requester("telegram:42"), memory=memory, current_key=store.key_for(GROUP)
+    )
+
+    def add(server, target, content):
+        async def scenario(client):
+            call = {"action": "add", "target": target, "content": content}
+            return await client.call_tool("memory", call)
+
+        return with_client(server, scenario).structured_content
+
+    assert add(in_dm, "user", "interviewing at Acme")["scope"] == "user"
+    assert add(in_group, "user", "prefers short answers")["scope"] == "user"
+    assert add(in_group, "memory", "ships on Fridays")["scope"] == "lane"
+    assert add(in_group, "memory", "x")["success"] is True
+    group = MemoryContext.of(GROUP, store.key_for(GROUP))
+    snapshot = memory.snapshot(group)
+    assert snapshot.user.entries == ("prefers short answers",)
+    assert snapshot.lane is not None
+    assert snapshot.lane.entries == ("ships on Fridays", "x")
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     # would double the cost of importing an adapter.
     from hermes_sessions.aio import AsyncSessionStore
     from hermes_sessions.store import (
+        Acceptance,  # noqa: TC004
         SessionLookup,  # noqa: TC004
         SessionStore,
     )
@@ -144,9 +145,22 @@ class Applied:
     session_id: str | None
     message: Message | None
     lookup: SessionLookup | None = None
+    acceptance: Acceptance | None = None
+    """With ``holder=`` (the turn ledger): what accepting the new message did — ``duplicate``,
+    ``in_progress`` and its ledger row (``docs/ledger.md``). Then ``message`` is ``None`` for a
+    duplicate the ledger recognised by its row."""
 
 
-def apply(store: SessionStore, event: InboundEvent) -> Applied:
+def _accepted(event: NewMessage, acceptance: Acceptance) -> Applied:
+    """What a new message accepted through the turn ledger did."""
+    session_id, lookup = acceptance.session_id, acceptance.lookup
+    message = acceptance.message
+    return Applied(
+        event=event, session_id=session_id, message=message, lookup=lookup, acceptance=acceptance
+    )
+
+
+def apply(store: SessionStore, event: InboundEvent, *, holder: str | None = None) -> Applied:
     """Perform ``event`` on ``store``.
 
     A :class:`NewMessage` goes through ``get_or_create`` with its ``platform_message_id``, so a
@@ -155,7 +169,8 @@ def apply(store: SessionStore, event: InboundEvent) -> Applied:
     is appended (the reset policy applied). An :class:`Edit` or :class:`Retract` goes to the
     message where the key's :meth:`~SessionStore.seen` finds it — its current session or the
     one it last left, after a reset — and never creates a session: a recall of a message the
-    store never saw changes nothing.
+    store never saw changes nothing. With ``holder`` (a store made with ``ledger=True``), a new
+    message is accepted through the turn ledger instead: ``applied.acceptance``.
 
     Raises:
         InvalidArgumentError: ``store`` is an ``AsyncSessionStore`` (use :func:`aapply`).
@@ -169,6 +184,8 @@ def apply(store: SessionStore, event: InboundEvent) -> Applied:
         )
     if isinstance(event, React):
         return react(store, event)
+    if isinstance(event, NewMessage) and holder is not None:
+        return _accepted(event, store.ledger.accept(event.source, event.message, holder=holder))
     if isinstance(event, NewMessage):
         pmid = event.message.platform_message_id
         lookup = store.get_or_create(event.source, platform_message_id=pmid)
@@ -200,7 +217,9 @@ def apply(store: SessionStore, event: InboundEvent) -> Applied:
     return Applied(event=event, session_id=session_id, message=changed)
 
 
-async def aapply(store: AsyncSessionStore, event: InboundEvent) -> Applied:
+async def aapply(
+    store: AsyncSessionStore, event: InboundEvent, *, holder: str | None = None
+) -> Applied:
     """Perform ``event`` on an :class:`~hermes_sessions.aio.AsyncSessionStore` (``apply``'s twin).
 
     The same steps as :func:`apply`, each awaited: the store runs them off the event loop, so
@@ -218,6 +237,9 @@ async def aapply(store: AsyncSessionStore, event: InboundEvent) -> Applied:
         )
     if isinstance(event, React):
         return await asyncio.to_thread(react, store.store, event)
+    if isinstance(event, NewMessage) and holder is not None:
+        accepting = store.ledger.accept(event.source, event.message, holder=holder)
+        return _accepted(event, await accepting)
     if isinstance(event, NewMessage):
         pmid = event.message.platform_message_id
         lookup = await store.get_or_create(event.source, platform_message_id=pmid)

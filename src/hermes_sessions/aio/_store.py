@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Self, TypeVar, Unpack
 import attrs
 
 from hermes_sessions.aio import _maintenance, _migration
+from hermes_sessions.aio._ledger import AsyncLedger
 from hermes_sessions.aio._ownership import KeyLocks
-from hermes_sessions.aio._turn import Turn
+from hermes_sessions.aio._turn import Turn, accepted_turn
 from hermes_sessions.aio._writers import WritePool
 from hermes_sessions.store import SessionStore
 
@@ -212,17 +213,18 @@ class AsyncSessionStore:
         """The session key of ``source`` (no I/O, so not a coroutine)."""
         return self.store.key_for(source)
 
+    @property
+    def ledger(self) -> AsyncLedger:
+        """:attr:`SessionStore.ledger` as coroutines (``ledger=True``; ``docs/ledger.md``)."""
+        return AsyncLedger(self.store.ledger, self._writes, self._keys)
+
     def is_incognito(self, key_or_session_id: str) -> bool:
         """:meth:`SessionStore.is_incognito` (memory only, so not a coroutine)."""
         return self.store.is_incognito(key_or_session_id)
 
     @contextlib.asynccontextmanager
     async def lock(self, key: str) -> AsyncIterator[None]:
-        """Hold ``key``: other operations on it (in this store) wait until the block ends.
-
-        Re-entrant: inside the block, and in tasks started from it, operations on ``key`` run
-        without waiting.
-        """
+        """Hold ``key`` until the block ends (re-entrant: the block's own tasks do not wait)."""
         async with self._keys.hold(key):
             yield
 
@@ -233,21 +235,27 @@ class AsyncSessionStore:
         *,
         force_new: bool = False,
         platform_message_id: str | None = None,
+        message: Message | None = None,
+        holder: str | None = None,
     ) -> AsyncIterator[Turn]:
         """Look up the source's session and hold its key until the block ends.
 
         Inside the block, and in tasks it starts (``gather``, ``create_task``), ``reset``,
-        ``resume``, ``branch``, ``get_or_create``, ``touch`` and ``append`` on the same key run
-        at once; other tasks wait. The :class:`Turn` follows rotations made in the block. With
-        ``platform_message_id``, ``turn.redelivered`` reports a redelivery (see ``get_or_create``).
+        ``resume``, ``branch``, ``get_or_create``, ``touch`` and ``append`` on the same key run at
+        once; other tasks wait. The :class:`Turn` follows rotations made in the block. With
+        ``platform_message_id``, ``turn.redelivered`` reports a redelivery (``get_or_create``).
+        With the turn ledger, ``message`` and ``holder`` accept the message first (``ledger.md``).
         """
         key = self.store.key_for(source)
         pmid, lookup_of = platform_message_id, self.store.get_or_create
         async with self._keys.hold(key):
-            lookup = await self._writes.read(
-                lookup_of, source, force_new=force_new, platform_message_id=pmid
-            )
-            turn = Turn(key=key, lookup=lookup, entry=lookup.entry)
+            if message is not None:
+                turn = await accepted_turn(self.ledger, key, source, message, holder)
+            else:
+                lookup = await self._writes.read(
+                    lookup_of, source, force_new=force_new, platform_message_id=pmid
+                )
+                turn = Turn(key=key, lookup=lookup, entry=lookup.entry)
             self._turns.setdefault(key, []).append(turn)
             try:
                 yield turn

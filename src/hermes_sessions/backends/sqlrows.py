@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, overload
 import attrs
 
 from hermes_sessions import text
-from hermes_sessions.backends.rules import decodes, rank_hits, row_key, tool_call_count
+from hermes_sessions.backends.rules import (
+    DECODING_ERRORS,
+    decodes,
+    rank_hits,
+    row_key,
+    tool_call_count,
+)
 from hermes_sessions.exceptions import (
     CorruptRecordError,
     InvalidArgumentError,
@@ -43,7 +49,14 @@ from hermes_sessions.queries import (
     encode_cursor,
     make_preview,
 )
-from hermes_sessions.serde import compact_json, message_dict, structure, unstructure
+from hermes_sessions.serde import (
+    compact_json,
+    entry_body_values,
+    message_dict,
+    stored_message,
+    stored_messages,
+    unstructure,
+)
 from hermes_sessions.titles import lineage_key, title_key
 
 if TYPE_CHECKING:
@@ -59,6 +72,7 @@ __all__ = [
     "entry_body",
     "message_body",
     "message_from_row",
+    "messages_from_rows",
     "preview_of",
     "same_text",
     "session_columns",
@@ -160,7 +174,6 @@ _ENTRY_BODY_FIELDS: Final = (
     "resume_reason",
     "previous_session_id",
 )
-_PLACEHOLDER_TIME: Final = "1970-01-01T00:00:00Z"
 
 
 # -- messages and entries: the same in every dialect -----------------------------------------------
@@ -177,12 +190,20 @@ def message_body(message: Message) -> str:
 @decodes("messages", row_key)
 def message_from_row(row: Sequence[Any], session_id: str) -> Message:
     """Build a message from the :data:`MESSAGE_FIELDS` of a row."""
-    data = json.loads(row[2])
-    data["id"] = row[0]
-    data["session_id"] = session_id
-    if not row[1]:
-        data["active"] = False
-    return structure(data, Message)
+    return stored_message(json.loads(row[2]), row[0], session_id, bool(row[1]))
+
+
+def messages_from_rows(rows: Sequence[Sequence[Any]], session_id: str) -> list[Message]:
+    """Build the messages of rows of :data:`MESSAGE_FIELDS` (a window read), in order.
+
+    Rows the library wrote are decoded without re-validating each field
+    (:func:`~hermes_sessions.serde.stored_messages`); if one is damaged, the rows are decoded one
+    by one so that the ``CorruptRecordError`` names it.
+    """
+    try:
+        return stored_messages(rows, session_id)
+    except DECODING_ERRORS:
+        return [message_from_row(row, session_id) for row in rows]
 
 
 @decodes("messages")
@@ -208,16 +229,7 @@ def _entry_fields(body: str) -> tuple[tuple[str, Any], ...]:
     Bodies repeat (a key's origin and flags rarely change), and reading an entry is on the path
     of every message, so the JSON is parsed and checked by the converter only once per body.
     """
-    probe = structure(
-        {
-            **json.loads(body),
-            "session_key": "",
-            "session_id": "x",
-            "created_at": _PLACEHOLDER_TIME,
-            "updated_at": _PLACEHOLDER_TIME,
-        },
-        SessionEntry,
-    )
+    probe = entry_body_values(json.loads(body))
     return tuple((name, getattr(probe, name)) for name in _ENTRY_BODY_FIELDS)
 
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-_READ_ONLY = frozenset({"list", "show", "search", "stats", "check"})
+_READ_ONLY = frozenset({"list", "show", "search", "stats", "check", "ledger"})
 
 
 def _zone(parser: argparse.ArgumentParser) -> None:
@@ -172,6 +172,9 @@ def _parser() -> argparse.ArgumentParser:  # noqa: PLR0915  # one statement per 
         help="whose profile USER.md is (default: app memory, marked as the owner's profile)",
     )
     _command(commands, "stats", "counts of sessions, messages and keys")
+    ledger = _command(commands, "ledger", "what a gateway left to do (docs/ledger.md)")
+    ledger.add_argument("listing", choices=("pending", "unknown"))
+    ledger.add_argument("--key", help="only this session key")
     _command(commands, "check", "check storage integrity and the library's invariants")
     optimize = _command(commands, "optimize", "run the backend's maintenance")
     optimize.add_argument(
@@ -202,13 +205,14 @@ def _positive(text: str) -> int:
 
 
 def _handlers() -> dict[str, Callable[[SessionStore, argparse.Namespace, TextIO], int]]:
-    from hermes_sessions.cli import _manage, _migrate, _read  # noqa: PLC0415  # keeps --help fast
+    from hermes_sessions.cli import _ledger, _manage, _migrate, _read  # noqa: PLC0415  # fast --help
 
     return {
         "list": _read.cmd_list,
         "show": _read.cmd_show,
         "search": _read.cmd_search,
         "stats": _read.cmd_stats,
+        "ledger": _ledger.cmd_ledger,
         "check": _read.cmd_check,
         "rename": _manage.cmd_rename,
         "archive": _manage.cmd_archive,

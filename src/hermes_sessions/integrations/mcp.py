@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from mcp.server import Server
 
-    from hermes_sessions.memory import MemoryStore
+    from hermes_sessions.memory import MemoryStore, ScopedMemory
     from hermes_sessions.models import SessionRecord
     from hermes_sessions.store import SessionStore
 
@@ -141,11 +141,27 @@ def _transcript(context: SearchToolContext, session_id: str) -> str | None:
     )
 
 
+def _memory_handler(
+    store: SessionStore,
+    requester: SessionSource,
+    memory: MemoryStore | ScopedMemory,
+    current_key: str | None,
+) -> Callable[[Any], dict[str, Any]]:
+    """The ``memory`` tool's handler: for scoped memory, as ``requester`` in their lane."""
+    from hermes_sessions.memory import MemoryContext, ScopedMemory  # noqa: PLC0415
+
+    if not isinstance(memory, ScopedMemory):
+        return functools.partial(handle_memory, memory)
+    key = current_key if current_key is not None else store.key_for(requester)
+    context = MemoryContext.of(requester, key, incognito=store.is_incognito(key))
+    return functools.partial(handle_memory, memory, sessions=store, context=context)
+
+
 def build_server(
     store: SessionStore,
     requester: SessionSource,
     *,
-    memory: MemoryStore | None = None,
+    memory: MemoryStore | ScopedMemory | None = None,
     current_key: str | None = None,
     name: str = "hermes-sessions",
 ) -> Server[Any]:
@@ -154,7 +170,10 @@ def build_server(
     Args:
         store: The sessions to search and read.
         requester: Whose conversations are visible (see :func:`parse_requester`).
-        memory: The memory files the ``memory`` tool edits; without them the tool is not offered.
+        memory: The memory the ``memory`` tool edits; without it the tool is not offered. A
+            ``ScopedMemory`` is written as ``requester`` speaking in ``current_key`` (default:
+            the requester's own key, a DM for a ``platform:user`` requester): their profile and
+            that lane's notes, by the lane rule of ``docs/memory.md``.
         current_key: The session key the client talks from, if it is one of the store's lanes:
             its sessions are visible too, and ``session_search`` leaves its current one out.
         name: The server name clients show.
@@ -177,7 +196,10 @@ def build_server(
     }
     results = {"session_search": SESSION_SEARCH_RESULT_SCHEMA, "memory": MEMORY_RESULT_SCHEMA}
     if memory is not None:
-        handlers["memory"] = (MEMORY_TOOL_SCHEMA, functools.partial(handle_memory, memory))
+        handlers["memory"] = (
+            MEMORY_TOOL_SCHEMA,
+            _memory_handler(store, requester, memory, current_key),
+        )
     tools = [
         types.Tool(
             name=tool_name,

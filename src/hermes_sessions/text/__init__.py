@@ -139,26 +139,35 @@ re-index after a Python upgrade that changes the Unicode version.
 
 from __future__ import annotations
 
-from typing import Final
+import importlib
+from typing import TYPE_CHECKING, Any, Final
 
-from hermes_sessions.text._blind import blind_query, query_text
-from hermes_sessions.text._query import (
-    MAX_QUERY_LENGTH,
-    MAX_QUERY_PHRASES,
-    Clause,
-    Document,
-    Phrase,
-    Query,
-    TokenPattern,
-    match_spans,
-    parse_query,
-)
-from hermes_sessions.text._ranking import BM25_B, BM25_K1, SearchIndex, bm25_score, scoring_tokens
-from hermes_sessions.text._searchable import searchable_text
-from hermes_sessions.text._snippets import Snippet, make_snippet
 from hermes_sessions.text._tokens import Token, TokenKind, index_tokens, tokenize
 from hermes_sessions.text._width import fold_width
-from hermes_sessions.text._windows import LONG_TEXT, WINDOW, match_window
+
+if TYPE_CHECKING:
+    from hermes_sessions.text._blind import blind_query, query_text
+    from hermes_sessions.text._query import (
+        MAX_QUERY_LENGTH,
+        MAX_QUERY_PHRASES,
+        Clause,
+        Document,
+        Phrase,
+        Query,
+        TokenPattern,
+        match_spans,
+        parse_query,
+    )
+    from hermes_sessions.text._ranking import (
+        BM25_B,
+        BM25_K1,
+        SearchIndex,
+        bm25_score,
+        scoring_tokens,
+    )
+    from hermes_sessions.text._searchable import searchable_text
+    from hermes_sessions.text._snippets import Snippet, make_snippet
+    from hermes_sessions.text._windows import LONG_TEXT, WINDOW, match_window
 
 TOKENS_VERSION: Final = 2
 """The version of the index token stream (:func:`index_tokens`), for backends that store it.
@@ -199,3 +208,42 @@ __all__ = [
     "searchable_text",
     "tokenize",
 ]
+
+_LAZY: Final = {
+    **dict.fromkeys(("blind_query", "query_text"), "_blind"),
+    **dict.fromkeys(
+        (
+            "MAX_QUERY_LENGTH",
+            "MAX_QUERY_PHRASES",
+            "Clause",
+            "Document",
+            "Phrase",
+            "Query",
+            "TokenPattern",
+            "match_spans",
+            "parse_query",
+        ),
+        "_query",
+    ),
+    **dict.fromkeys(
+        ("BM25_B", "BM25_K1", "SearchIndex", "bm25_score", "scoring_tokens"), "_ranking"
+    ),
+    "searchable_text": "_searchable",
+    **dict.fromkeys(("Snippet", "make_snippet"), "_snippets"),
+    **dict.fromkeys(("LONG_TEXT", "WINDOW", "match_window"), "_windows"),
+}
+"""The search side (query language, matcher, ranking, snippets), loaded on first use: storing a
+message needs only the tokenizer, so the first turn of a process does not load the rest."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hermes_sessions.text' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"hermes_sessions.text.{module}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -33,6 +33,7 @@ from hermes_sessions.backends.postgres._rows import (
     entry_from_row,
     listing,
     message_from_row,
+    messages_from_rows,
     record_values,
 )
 from hermes_sessions.backends.postgres._search import search as run_search
@@ -403,7 +404,9 @@ class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
         rows = self._run(lambda c: c.execute(sql, [*params, session_id]).fetchall(), write=False)
         if not rows:
             raise missing_session(session_id)
-        return [message_from_row(row, session_id) for row in rows if row[0] is not None]
+        if rows[0][0] is None:  # the session exists and has no message in the window
+            return []
+        return messages_from_rows(rows, session_id)
 
     def _one_message(
         self, condition: str, params: tuple[Any, ...], session_id: str

@@ -24,6 +24,7 @@ from hermes_sessions.backends.sqlrows import (
     entry_body,
     message_body,
     message_from_row,
+    messages_from_rows,
     preview_of,
     session_columns,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "listing",
     "message_body",
     "message_from_row",
+    "messages_from_rows",
     "preview_of",
     "record_from_row",
     "record_values",

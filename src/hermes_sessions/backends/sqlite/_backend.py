@@ -341,8 +341,8 @@ class SQLiteBackend(ClosesOnExit):
         include_inactive: bool = False,
         from_end: bool = False,
     ) -> list[Message]:
-        """Return messages in insertion order, optionally a window of them."""
-        return self._read(
+        """Return messages in insertion order, optionally a window of them (one statement)."""
+        return self._read_once(
             lambda c: messages_sql.window(
                 c,
                 session_id,

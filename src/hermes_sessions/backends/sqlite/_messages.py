@@ -27,6 +27,7 @@ from hermes_sessions.backends.sqlite._rows import (
     SQLITE,
     message_body,
     message_from_row,
+    messages_from_rows,
     to_us,
 )
 from hermes_sessions.backends.sqlite._schema import BLOCK_SHIFT, FTS_TABLE, NO_TIME, message_tokens
@@ -74,9 +75,16 @@ def window(
     include_inactive: bool,
     from_end: bool,
 ) -> list[Message]:
-    """The session's messages in insertion order, or a window of them."""
-    sql = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.session_seq = ?"
-    params: list[Any] = [seq_of(connection, session_id)]
+    """The session's messages in insertion order, or a window of them.
+
+    One statement (the session's row number is a subquery), so it needs no read transaction;
+    only an empty answer costs a second look, to tell a missing session from an empty one.
+    """
+    sql = (
+        f"SELECT {MESSAGE_COLUMNS} FROM messages AS m "
+        "WHERE m.session_seq = (SELECT seq FROM sessions WHERE id = ?)"
+    )
+    params: list[Any] = [session_id]
     sql += SQLITE.window(
         params,
         after_id=after_id,
@@ -86,9 +94,12 @@ def window(
         from_end=from_end,
     )
     rows = connection.execute(sql, params).fetchall()
+    if not rows:
+        seq_of(connection, session_id)  # SessionNotFoundError when there is no such session
+        return []
     if from_end:
         rows.reverse()
-    return [message_from_row(row, session_id) for row in rows]
+    return messages_from_rows(rows, session_id)
 
 
 _ONE_BY: Final = {

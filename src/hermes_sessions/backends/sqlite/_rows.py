@@ -19,6 +19,7 @@ from hermes_sessions.backends.sqlrows import (
     entry_body,
     message_body,
     message_from_row,
+    messages_from_rows,
     preview_of,
     same_text,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "from_us",
     "message_body",
     "message_from_row",
+    "messages_from_rows",
     "preview_of",
     "record_from_row",
     "record_row",
