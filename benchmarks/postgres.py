@@ -11,7 +11,9 @@ SQLite's single writer cannot (on a machine with few cores, both are bounded by 
 
 It needs a server: the DSN comes from ``HERMES_SESSIONS_TEST_PG_DSN`` (CI sets it) or
 ``HERMES_SESSIONS_DSN``; without one (or without the ``postgres`` extra) it says so and exits 0.
-Tables go into a fresh schema, dropped at the end. ``--quick`` is a smoke run of a few seconds.
+It also counts the round trips to the server of a turn and of a checked turn (``seen`` and
+usage too; target at most 11, issue 39). Tables go into a fresh schema, dropped at the end.
+``--quick`` is a smoke run of a few seconds.
 
     python benchmarks/postgres.py [--quick]
 """
@@ -178,6 +180,70 @@ def report_turns(where: dict[str, str], keys: int, count: int) -> None:
     print(f"  postgres/sqlite ratio: {rates['postgres'] / rates['sqlite']:.2f}")
 
 
+ROUND_TRIPS_TARGET = 11
+"""Round trips per checked PostgreSQL turn to stay within (issue 39, item 3)."""
+
+
+def round_trips(where: str, keys: int, turns: int) -> tuple[float, float]:
+    """Round trips to the server per turn and per checked turn (``seen`` and usage too).
+
+    Every connection the backend opens traces its protocol messages (libpq's ``PQtrace``) into
+    one file; a round trip is one ``ReadyForQuery`` the server sends, the point where the client
+    waits for the server. Untimed.
+    """
+    import psycopg  # noqa: PLC0415
+
+    from hermes_sessions import Usage  # noqa: PLC0415
+
+    with tempfile.NamedTemporaryFile("a", suffix=".trace") as trace:
+        connect = psycopg.Connection.connect
+
+        def traced(*args: Any, **kwargs: Any) -> Any:
+            connection = connect(*args, **kwargs)
+            connection.pgconn.trace(trace.fileno())
+            connection.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+            return connection
+
+        def waits() -> int:
+            trace.flush()
+            with open(trace.name, encoding="utf-8", errors="replace") as lines:  # noqa: PTH123
+                return sum("\tReadyForQuery" in line for line in lines)
+
+        psycopg.Connection.connect = traced  # type: ignore[method-assign]
+        try:
+            with SessionStore(open_backend("postgres", where), resets=NEVER) as store:
+                for number in range(keys):
+                    store.get_or_create(source(number))
+                per_turn = []
+                for checked in (False, True):
+                    start = waits()
+                    for n in range(turns):
+                        lookup = store.get_or_create(source(n % keys))
+                        pid = f"rt{int(checked)}-{n}"
+                        if checked:
+                            store.seen(lookup.session_id, pid)
+                        store.append(
+                            lookup.session_id,
+                            Message(role="user", content=f"q {n}", platform_message_id=pid),
+                            Message(role="assistant", content=f"a {n}"),
+                            usage=Usage(input=120, output=30) if checked else None,
+                        )
+                    per_turn.append((waits() - start) / turns)
+        finally:
+            psycopg.Connection.connect = connect  # type: ignore[method-assign]
+    return per_turn[0], per_turn[1]
+
+
+def report_round_trips(where: str, keys: int, turns: int) -> None:
+    """Print the round trips of a turn and of a checked turn, with the target's mark."""
+    plain, checked = round_trips(where, keys, turns)
+    mark = "pass" if checked <= ROUND_TRIPS_TARGET else "MISS"
+    print(
+        f"round trips to the server: {plain:.1f} per turn (get_or_create + append), "
+        f"{checked:.1f} per checked turn (+ seen, usage; target <= {ROUND_TRIPS_TARGET}): {mark}"
+    )
+
+
 def report_search(where: dict[str, str], messages: int, repeats: int) -> None:
     """Median search latency per query class, on both engines over the same corpus."""
     latencies = {}
@@ -245,6 +311,7 @@ def main() -> int:
 
         try:
             report_turns(places("turns"), keys, count)
+            report_round_trips(places("trips")["postgres"], 20, 50)
             report_search(places("search"), messages, repeats)
             report_clients(places("clients"), keys, scale_counts)
         finally:

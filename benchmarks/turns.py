@@ -13,6 +13,13 @@ the same durability. A *stateful* turn is a checked turn whose append also carri
 verifies by counting the ``COMMIT`` statements SQLite sees; its raw loop also upserts the two
 state rows in its transaction.
 
+A *ledger* turn is the same turn with the turn ledger on (``SessionStore(..., ledger=True)``,
+issue 40): ``ledger.accept`` stores the question with its ledger row (one commit, which also
+recognises every redelivery), ``ledger.answer`` the reply with the row's new status and the
+reply's send intent (the second commit). It is printed beside the checked turn (the plain turn
+that also recognises redeliveries and carries usage), with its commits counted the same way:
+at most two (issue 40's target); the plain stateful turn stays at one.
+
 Run ``python benchmarks/turns.py`` (1,000, 10,000 and 100,000 keys; several minutes, most of it
 spent creating the keys) or ``--quick`` for a smoke run. Targets (DESIGN §11, issues 21 and 39):
 at least 1,000 turns/s at 100,000 keys with ``full`` durability, flat as keys grow; the checked
@@ -215,6 +222,69 @@ def turn_costs(path: Path, keys: int, turns: int, seed: int) -> tuple[float, flo
     return calls / turns, statements / turns
 
 
+def ledger_turns(path: Path, keys: int, turns: int, seed: int) -> float:
+    """Turns per second with the turn ledger: accept (one commit), answer (one commit)."""
+    rng = random.Random(seed)
+    picks = [rng.randrange(keys) for _ in range(turns + WARM_UP)]
+    with SessionStore(
+        open_backend(path, "full", encrypted=False), resets=NEVER, ledger=True
+    ) as store:
+        ledger = store.ledger
+        start = time.perf_counter()
+        for n, number in enumerate(picks):
+            if n == WARM_UP:
+                start = time.perf_counter()
+            pmid = f"{seed}-{n}"
+            question = Message(
+                role="user", content=f"question {n} about staging", platform_message_id=pmid
+            )
+            accepted = ledger.accept(source(number), question, holder="bench")
+            if accepted.inbound is None or accepted.duplicate:
+                raise AssertionError("a fresh message was reported as a duplicate")
+            ledger.answer(
+                accepted.inbound.session_key,
+                pmid,
+                Message(role="assistant", content=f"answer {n}: restart the youer container"),
+                holder="bench",
+                usage=Usage(input=120, output=30, cost_usd=0.001),
+            )
+        elapsed = time.perf_counter() - start
+    return turns / elapsed
+
+
+def commits_per_ledger_turn(path: Path, keys: int, turns: int, seed: int) -> float:
+    """``COMMIT`` statements per ledger turn (accept, then answer with its send intent)."""
+    commits = 0
+    connect = sqlite3.connect
+
+    def counting(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        def trace(statement: str) -> None:
+            nonlocal commits
+            commits += statement.lstrip().upper().startswith(("COMMIT", "END"))
+
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(trace)
+        return connection
+
+    sqlite3.connect = counting  # type: ignore[assignment]
+    try:
+        backend = SQLiteBackend(path, durability="normal")
+        with SessionStore(backend, resets=NEVER, ledger=True) as store:
+            for n in range(keys):
+                store.get_or_create(source(n))
+            commits = 0
+            for n in range(turns):
+                pmid = f"l{seed}-{n}"
+                question = Message(role="user", content="q", platform_message_id=pmid)
+                accepted = store.ledger.accept(source(n % keys), question, holder="bench")
+                assert accepted.inbound is not None  # noqa: S101  # a fresh message
+                reply = Message(role="assistant", content="a")
+                store.ledger.answer(accepted.inbound.session_key, pmid, reply, holder="bench")
+    finally:
+        sqlite3.connect = connect  # type: ignore[assignment]
+    return commits / turns
+
+
 def raw_turns(
     path: Path,
     keys: int,
@@ -347,6 +417,30 @@ def paired(
     )
 
 
+def print_ledger_turn(db: Path, keys: int, turns: int, rounds: int) -> None:
+    """The ledger turn beside the plain checked turn, on the same database (issue 40)."""
+    ours, plain, ratio = paired(
+        lambda r: ledger_turns(db, keys, turns, seed=keys + 70 + r),
+        lambda r: store_turns(db, keys, turns, seed=keys + 80 + r, checked=True),
+        rounds,
+    )
+    print(
+        f"{keys:>7,} keys, ledger (accept; answer with the reply and its send intent): "
+        f"{ours:7,.0f} turns/s; plain checked turn {plain:7,.0f}; ratio {ratio:.2f}"
+    )
+
+
+def print_commits() -> None:
+    """Commits per stateful turn (target 1) and per ledger turn (target 2); exit 1 above them."""
+    with tempfile.TemporaryDirectory() as scratch:
+        per_turn = commits_per_turn(Path(scratch) / "state.db", 20, 200, seed=7)
+        print(f"commits per stateful turn (state_delta + usage + messages): {per_turn:.2f}")
+        per_ledger = commits_per_ledger_turn(Path(scratch) / "ledger.db", 20, 200, seed=7)
+        print(f"commits per ledger turn (accept; answer): {per_ledger:.2f} (target <= 2)")
+    if per_turn > 1 or per_ledger > 2:  # the targets printed above
+        raise SystemExit("a turn took more commits than its target")
+
+
 def main() -> None:
     """Build, measure and print."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -421,6 +515,7 @@ def main() -> None:
                 f"{raw_s:7,.0f}; ratio {ratio_s:.2f}; "
                 f"{ours_s / ours_c:.2f}x the checked rate"
             )
+            print_ledger_turn(db, keys, turns, rounds)
             sealed = folder / "encrypted.db"
             build(sealed, keys, encrypted=True)
             ours_e, plain_e, ratio_e = paired(
@@ -434,9 +529,7 @@ def main() -> None:
                 f"{keys:>7,} keys, stateful, encrypted (AES-GCM + token hashes): {ours_e:7,.0f} "
                 f"turns/s; plain {plain_e:7,.0f}; ratio {ratio_e:.2f}"
             )
-    with tempfile.TemporaryDirectory() as scratch:
-        per_turn = commits_per_turn(Path(scratch) / "state.db", 20, 200, seed=7)
-        print(f"commits per stateful turn (state_delta + usage + messages): {per_turn:.2f}")
+    print_commits()
     with tempfile.TemporaryDirectory() as scratch:
         calls, statements = turn_costs(Path(scratch) / "state.db", 20, 50, seed=9)
         mark = "pass" if calls <= CALLS_TARGET else "MISS"

@@ -202,7 +202,13 @@ def test_blank_query_browses(store, lin_history):
 def test_hostile_query_returns_nothing(store, lin_history):
     """A query reduced to nothing by the sanitiser finds nothing, without an error."""
     result = call(store, {"query": '*** "" -- ^'})
-    assert result == {"success": True, "mode": "discover", "query": '*** "" -- ^', "results": []}
+    assert result == {
+        "success": True,
+        "mode": "discover",
+        "search": "exact",
+        "query": '*** "" -- ^',
+        "results": [],
+    }
 
 
 def test_tool_calls_and_multimodal_render_as_text(store, clock):
@@ -234,3 +240,66 @@ def test_context_without_a_key(store, lin_history):
     context = SearchToolContext(store=store, requester=LIN)
     result = handle_session_search(context, {})
     assert len(result["sessions"]) == 4
+
+
+@pytest.fixture
+def ops_history(store, clock):
+    """Lin's earlier conversation about a container; Eve's own about the same thing."""
+    key = store.get_or_create(LIN).entry.session_key
+    entry = store.reset(key)
+    store.append(
+        entry.session_id,
+        user("The api container keeps restarting on staging"),
+        reply("It was OOM killed; raise the memory limit in compose"),
+    )
+    clock.advance(minutes=10)
+    store.reset(key)
+    eve = store.get_or_create(EVE)
+    store.append(eve.session_id, user("my api container was OOM killed, memory limit too low"))
+    return entry.session_id, eve.session_id
+
+
+def test_discover_reads_a_question_naturally_by_default(store, ops_history):
+    """A plain question finds the conversation by its terms, spread over messages."""
+    lin, _eve = ops_history
+    result = call(store, {"query": "why were the containers restarted? memory?"})
+    assert result["search"] == "natural"
+    (hit,) = result["results"]
+    assert hit["session_id"] == lin
+    assert hit["confident"]
+    assert hit["matched"] == "all words"
+    assert hit["terms"] == ["containers", "restarted", "memory"]
+    assert hit["missing"] == []
+    assert {s["message_id"] for s in hit["snippets"]} == {1, 2}
+    assert hit["message_id"] == hit["snippets"][0]["message_id"]
+    assert "note" not in result
+
+
+def test_natural_discover_keeps_the_access_rule(store, ops_history):
+    """Eve's conversation, holding every term, is never shown to Lin, nor Lin's to Eve."""
+    lin, _eve = ops_history
+    question = {"query": "api container oom killed memory limit"}
+    assert [r["session_id"] for r in call(store, question)["results"]] == [lin]
+    assert call(store, question, requester=EVE)["results"] == []  # hers is the current one
+
+
+def test_a_question_without_an_answer_says_so(store, ops_history):
+    """Nothing confident: no result, or weak candidates marked so, and a note either way."""
+    result = call(store, {"query": "how did we configure kafka consumer lag alerts"})
+    assert result["results"] == []
+    assert "no conversation holds enough" in result["note"]
+    weak = call(store, {"query": "kafka container restarting"})
+    assert weak["results"]
+    assert not any(r["confident"] for r in weak["results"])
+    assert "weak candidates" in weak["note"]
+
+
+def test_exact_mode_and_operators_read_the_query_exactly(store, ops_history):
+    """mode='exact', or the query language's operators, keep the exact reading."""
+    assert call(store, {"query": "containers restarted", "mode": "exact"})["results"] == []
+    quoted = call(store, {"query": '"api container"'})
+    assert quoted["search"] == "exact"
+    assert len(quoted["results"]) == 1
+    assert call(store, {"query": "contain*"})["search"] == "exact"
+    assert call(store, {"query": "container -staging"})["results"] == []
+    assert call(store, {"query": "x", "mode": "fuzzy"})["code"] == "invalid_arguments"

@@ -217,6 +217,33 @@ _HIT: Final = {
         "start": _MESSAGES,
         "context": _MESSAGES,
         "end": _MESSAGES,
+        "matched": {
+            "type": "string",
+            "description": "natural: exact, all words (of the question) or partial",
+        },
+        "confident": {
+            "type": "boolean",
+            "description": "natural: false for a weak candidate that may be unrelated",
+        },
+        "coverage": {
+            "type": "number",
+            "description": "natural: the weighted share of the question's terms held, 0 to 1",
+        },
+        "terms": {**_TEXTS, "description": "natural: the question's terms it holds"},
+        "missing": {**_TEXTS, "description": "natural: the question's terms it lacks"},
+        "snippets": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "message_id": {"type": ["integer", "null"]},
+                    "snippet": _TEXT,
+                    "terms": _TEXTS,
+                },
+                "required": ["message_id", "snippet"],
+            },
+            "description": "natural: the best messages, each with the terms it holds",
+        },
     },
     "required": [*_SESSION_REQUIRED, "snippet", "context"],
 }
@@ -231,6 +258,14 @@ SESSION_SEARCH_RESULT: Final[dict[str, Any]] = {
         },
         "sessions": {"type": "array", "items": _SESSION, "description": "browse: the list"},
         "query": {"type": "string", "description": "discover: the query as given"},
+        "search": {
+            "type": "string",
+            "description": "discover: how the query was read, natural or exact",
+        },
+        "note": {
+            "type": "string",
+            "description": "discover: why nothing, or nothing confident, was found",
+        },
         "results": {"type": "array", "items": _HIT, "description": "discover: best first"},
         "session": {**_SESSION, "description": "read, scroll: the conversation"},
         "messages": {**_MESSAGES, "description": "read, scroll: the messages shown"},

@@ -17,6 +17,7 @@ Conversion to and from JSON-able dicts lives in one place, :mod:`hermes_sessions
 from __future__ import annotations
 
 import math
+import operator
 import re
 from datetime import datetime
 from types import MappingProxyType
@@ -433,6 +434,12 @@ MESSAGE_FIELDS: Final = frozenset(a.name for a in attrs.fields(Message)) - {"ext
 """Attribute names of :class:`Message` that are not free-form ``extra`` keys."""
 
 _ALL_MESSAGE_FIELDS: Final = tuple(field.name for field in attrs.fields(Message))
+_MESSAGE_VALUES: Final = operator.attrgetter(*_ALL_MESSAGE_FIELDS)
+# The slots' own setters fill a copy of a frozen message without its validators (``stamped``).
+_MESSAGE_SETTERS: Final = tuple(vars(Message)[name].__set__ for name in _ALL_MESSAGE_FIELDS)
+_SET_MESSAGE_ID: Final = vars(Message)["id"].__set__
+_SET_MESSAGE_SESSION: Final = vars(Message)["session_id"].__set__
+_SET_MESSAGE_TIME: Final = vars(Message)["timestamp"].__set__
 
 
 def entry_from_storage(**values: Any) -> SessionEntry:
@@ -464,14 +471,14 @@ def stamped(
     are copied over directly. ``None`` leaves a field as it is. For library internals only.
     """
     new = object.__new__(Message)
-    for name in _ALL_MESSAGE_FIELDS:
-        object.__setattr__(new, name, getattr(message, name))
+    for setter, value in zip(_MESSAGE_SETTERS, _MESSAGE_VALUES(message), strict=True):
+        setter(new, value)
     if message_id is not None:
-        object.__setattr__(new, "id", message_id)
+        _SET_MESSAGE_ID(new, message_id)
     if session_id is not None:
-        object.__setattr__(new, "session_id", session_id)
+        _SET_MESSAGE_SESSION(new, session_id)
     if timestamp is not None:
-        object.__setattr__(new, "timestamp", timestamp)
+        _SET_MESSAGE_TIME(new, timestamp)
     return new
 
 

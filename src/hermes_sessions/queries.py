@@ -29,10 +29,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PREVIEW_LENGTH",
+    "MatchKind",
+    "MatchedMessage",
     "SearchHit",
+    "SearchMode",
     "SearchOrder",
     "SearchQuery",
     "SearchQueryFields",
+    "SessionMatch",
     "SessionOrder",
     "SessionPage",
     "SessionQuery",
@@ -43,6 +47,19 @@ __all__ = [
     "encode_cursor",
     "make_preview",
 ]
+
+SearchMode: TypeAlias = Literal["exact", "natural"]
+"""How ``search`` reads its text: the exact query language, or a natural question.
+
+.. versionadded:: 0.1.0
+"""
+
+MatchKind: TypeAlias = Literal["exact", "all words", "partial"]
+"""How a :class:`SessionMatch` matched: the question as an exact query, every content term (in
+one message or across several), or only part of them.
+
+.. versionadded:: 0.1.0
+"""
 
 SessionOrder: TypeAlias = Literal["started", "last_active"]
 """How :class:`SessionQuery` orders sessions: by start time or by last activity.
@@ -453,6 +470,43 @@ class SearchHit:
     """About 40 tokens of the message around the best match, matches marked."""
     spans: tuple[tuple[int, int], ...]
     """Character offsets ``(start, end)`` of the matches in the message's searchable text."""
+
+
+@attrs.frozen(kw_only=True)
+class MatchedMessage:
+    """One message of a :class:`SessionMatch` that holds terms of the question.
+
+    .. versionadded:: 0.1.0
+    """
+
+    message: Message
+    snippet: str
+    """About 40 tokens of the message around the terms it holds, marked ``>>>`` and ``<<<``."""
+    terms: tuple[str, ...]
+    """The question's content terms this message holds."""
+
+
+@attrs.frozen(kw_only=True)
+class SessionMatch:
+    """One session answering a natural question (``search(..., mode="natural")``).
+
+    .. versionadded:: 0.1.0
+    """
+
+    session: SessionRecord
+    score: float
+    """Relevance; higher is better. Comparable only within one result list."""
+    coverage: float
+    """The rarity-weighted share of the question's content terms the session holds (0 to 1)."""
+    matched: MatchKind
+    terms: tuple[str, ...]
+    """The content terms the session holds."""
+    missing: tuple[str, ...]
+    """The content terms it does not hold."""
+    confident: bool
+    """Whether it holds enough of the question to be a match; otherwise a weak candidate."""
+    messages: tuple[MatchedMessage, ...]
+    """Its best messages (the most terms first), with their ids in ``message.id``."""
 
 
 # -- the query fields as keyword arguments ---------------------------------------------------------

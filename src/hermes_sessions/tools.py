@@ -25,6 +25,7 @@ way.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -42,6 +43,8 @@ from hermes_sessions._tool_schema import optional_string_argument as _optional_s
 from hermes_sessions._tool_schema import parse_arguments as _parse_arguments
 from hermes_sessions._tool_schema import string_argument as _string_argument
 from hermes_sessions._tool_schema import tool_error as _tool_error
+from hermes_sessions._tool_views import message_view as _message_view
+from hermes_sessions._tool_views import session_view as _session_view
 from hermes_sessions.exceptions import (
     HermesSessionsError,
     IncognitoMemoryError,
@@ -59,7 +62,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from hermes_sessions.memory import MemoryContext, MemoryResult, MemoryStore, ScopedMemory
-    from hermes_sessions.models import Message, SessionRecord
+    from hermes_sessions.models import SessionRecord
 
 __all__ = [
     "MEMORY_RESULT_SCHEMA",
@@ -282,9 +285,6 @@ def _run_scoped(  # noqa: PLR0917  # one call's parts, from _run_memory only
 
 # -- session_search --------------------------------------------------------------------------------
 
-_MAX_CONTENT: Final = 2000
-"""Characters of one message's text shown to the model (longer text is cut with an ellipsis)."""
-
 _READ_HEAD: Final = 20
 _READ_TAIL: Final = 10
 
@@ -299,11 +299,14 @@ SESSION_SEARCH_TOOL_SCHEMA: Final[dict[str, Any]] = {
             "messages; "
             "(3) 'session_id': read one conversation (long ones as their first 20 and last 10 "
             "messages); (4) 'session_id' and 'message_id': read the messages around one "
-            "message, to scroll through a long conversation. Queries match whole words "
-            "(case-insensitive) and any Chinese, Japanese or Korean text as written; several "
-            "words must all appear; use OR between alternatives, -word to exclude, and "
-            '"quotes" for an exact phrase. Only conversations this user may see are searched; '
-            "the current one is left out."
+            "message, to scroll through a long conversation. Ask in plain words, in any "
+            "language ('why did the docker deployment fail', '上周部署失败怎么办'): conversations "
+            "are ranked by how much of the question they hold (other word forms count; words may "
+            "be spread over several messages), and none is returned when none holds enough of it. "
+            "With mode 'exact', or when the query uses operators (OR between alternatives, "
+            '-word to exclude, "quotes" for an exact phrase, word* for a prefix), every word '
+            "must appear in one message, as written. Only conversations this user may see are "
+            "searched; the current one is left out."
         ),
         "parameters": {
             "type": "object",
@@ -311,7 +314,16 @@ SESSION_SEARCH_TOOL_SCHEMA: Final[dict[str, Any]] = {
                 "query": {
                     "type": ["string", "null"],
                     "description": (
-                        "Words to look for, e.g. 'docker 部署' or '\"staging db\" OR prod'."
+                        "A question or words to look for, e.g. 'how did we fix the docker OOM', "
+                        "'docker 部署' or '\"staging db\" OR prod'."
+                    ),
+                },
+                "mode": {
+                    "type": ["string", "null"],
+                    "enum": ["natural", "exact", None],
+                    "description": (
+                        "With query: 'natural' (the default) reads it as a question, 'exact' "
+                        "as the exact query language."
                     ),
                 },
                 "session_id": {
@@ -440,60 +452,6 @@ def _visible_session(context: SearchToolContext, session_id: str) -> SessionReco
     return record
 
 
-def _text_of(message: Message) -> str:
-    content = message.content
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        pieces = []
-        for part in content:
-            if isinstance(part.get("text"), str):
-                pieces.append(part["text"])
-            else:
-                pieces.append(f"[{part.get('type', 'attachment')}]")
-        text = " ".join(pieces)
-    else:
-        text = ""
-    return text if len(text) <= _MAX_CONTENT else text[: _MAX_CONTENT - 1] + "…"
-
-
-def _message_view(message: Message) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "message_id": message.id,
-        "role": message.role,
-        "content": _text_of(message),
-    }
-    if message.timestamp is not None:
-        view["timestamp"] = message.timestamp.isoformat()
-    sender = message.sender_name or message.sender_id
-    if sender:
-        view["sender"] = sender
-    if message.tool_calls:
-        view["tool_calls"] = [
-            str((call.get("function") or {}).get("name") or call.get("name") or "?")
-            for call in message.tool_calls
-        ]
-    if message.tool_name:
-        view["tool_name"] = message.tool_name
-    return view
-
-
-def _session_view(record: SessionRecord, preview: str | None = None) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "session_id": record.id,
-        "title": record.title,
-        "source": record.source,
-        "started_at": record.started_at.isoformat(),
-        "last_active": record.last_active.isoformat(),
-        "message_count": record.message_count,
-    }
-    if record.is_ended:
-        view["ended"] = record.end_reason
-    if preview is not None:
-        view["preview"] = preview
-    return view
-
-
 def _browse(context: SearchToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
     limit = _int_argument(arguments, "limit", default=10, minimum=1, maximum=10)
     current = set(_current_conversation(context))
@@ -508,36 +466,94 @@ def _browse(context: SearchToolContext, arguments: Mapping[str, Any]) -> dict[st
     return {"success": True, "mode": "browse", "sessions": sessions}
 
 
+_OPERATORS: Final = re.compile(
+    r'["\uff02]|(?:^|\s)(?:OR|AND|NOT)(?:\s|$)|(?:^|\s)[-\uff0d]\w|\w[*\uff0a]'
+)
+"""What marks a query as written in the exact language (read exactly even in natural mode)."""
+
+
 def _discover(
     context: SearchToolContext, query: str, arguments: Mapping[str, Any]
 ) -> dict[str, Any]:
     limit = _int_argument(arguments, "limit", default=3, minimum=1, maximum=10)
-    hits = context.store.search(
-        SearchQuery(
-            text=query,
-            visible_to=_visibility(context),
-            exclude_session_ids=_current_conversation(context),
-            limit=limit,
-        ),
-        group="lineage",
+    mode = _optional_string_argument(arguments, "mode") or "natural"
+    search = SearchQuery(
+        text=query,
+        visible_to=_visibility(context),
+        exclude_session_ids=_current_conversation(context),
+        limit=limit,
     )
+    if mode == "natural" and not _OPERATORS.search(query):
+        return _discover_natural(context, search)
+    results = [
+        {
+            **_session_view(hit.session),
+            "score": round(hit.score, 4),
+            "snippet": hit.snippet,
+            "message_id": hit.message.id,
+            **_around(context, hit.session.id, hit.message.id or 0),
+        }
+        for hit in context.store.search(search, group="lineage")
+    ]
+    return {
+        "success": True,
+        "mode": "discover",
+        "search": "exact",
+        "query": query,
+        "results": results,
+    }
+
+
+def _around(context: SearchToolContext, session_id: str, message_id: int) -> dict[str, Any]:
+    view = context.store.anchored_view(session_id, message_id, window=3, head=1, tail=1)
+    return {
+        "start": [_message_view(m) for m in view.head],
+        "context": [_message_view(m) for m in (*view.before, view.anchor, *view.after)],
+        "end": [_message_view(m) for m in view.tail],
+    }
+
+
+def _discover_natural(context: SearchToolContext, search: SearchQuery) -> dict[str, Any]:
+    matches = context.store.search(search, group="lineage", mode="natural")
     results = []
-    for hit in hits:
-        view = context.store.anchored_view(
-            hit.session.id, hit.message.id or 0, window=3, head=1, tail=1
-        )
+    for match in matches:
+        best = match.messages[0]
         results.append(
             {
-                **_session_view(hit.session),
-                "score": round(hit.score, 4),
-                "snippet": hit.snippet,
-                "message_id": hit.message.id,
-                "start": [_message_view(m) for m in view.head],
-                "context": [_message_view(m) for m in (*view.before, view.anchor, *view.after)],
-                "end": [_message_view(m) for m in view.tail],
+                **_session_view(match.session),
+                "score": round(match.score, 4),
+                "matched": match.matched,
+                "confident": match.confident,
+                "coverage": round(match.coverage, 3),
+                "terms": list(match.terms),
+                "missing": list(match.missing),
+                "snippet": best.snippet,
+                "message_id": best.message.id,
+                "snippets": [
+                    {"message_id": m.message.id, "snippet": m.snippet, "terms": list(m.terms)}
+                    for m in match.messages
+                ],
+                **_around(context, match.session.id, best.message.id or 0),
             }
         )
-    return {"success": True, "mode": "discover", "query": query, "results": results}
+    result: dict[str, Any] = {
+        "success": True,
+        "mode": "discover",
+        "search": "natural",
+        "query": search.text,
+        "results": results,
+    }
+    if not results:
+        result["note"] = (
+            "no conversation holds enough of this question; ask with other words, or list "
+            "conversations by calling without a query"
+        )
+    elif not results[0]["confident"]:
+        result["note"] = (
+            "no conversation holds enough of this question to be a match: these are weak "
+            "candidates (confident: false), which may well be unrelated"
+        )
+    return result
 
 
 def _read(context: SearchToolContext, session_id: str) -> dict[str, Any]:

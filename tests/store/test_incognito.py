@@ -463,3 +463,19 @@ def test_no_sequence_of_commands_carries_an_incognito_lane_to_the_persistent_sid
         1 for command, hidden, _text in operations if command == "chat" and not hidden
     )
     store.close()
+
+
+def test_the_natural_mode_keeps_incognito_lanes_apart(lanes, clock):
+    """A natural question finds the incognito session only from its own lane (ranked as any)."""
+    public = _chat(lanes, DM, f"public {MARK} notes")
+    clock.advance(timedelta(minutes=1))
+    secret = _chat(lanes, SECRET, f"private {MARK} notes")
+    question = f"what were the {MARK} notes?"
+    from_dm = Visibility.for_requester(lanes.key_for(DM), DM)
+    assert [m.session.id for m in lanes.search(question, mode="natural")] == [public]
+    assert [m.session.id for m in lanes.search(question, mode="natural", visible_to=from_dm)] == [
+        public
+    ]
+    own = Visibility.for_requester(SECRET_KEY, SECRET)
+    found = lanes.search(question, mode="natural", visible_to=own)
+    assert {m.session.id for m in found} == {secret, public}

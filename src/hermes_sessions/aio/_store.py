@@ -30,6 +30,7 @@ import attrs
 from hermes_sessions.aio import _maintenance, _migration
 from hermes_sessions.aio._ledger import AsyncLedger
 from hermes_sessions.aio._ownership import KeyLocks
+from hermes_sessions.aio._searching import AsyncSearches
 from hermes_sessions.aio._turn import Turn, accepted_turn
 from hermes_sessions.aio._writers import WritePool
 from hermes_sessions.store import SessionStore
@@ -49,9 +50,6 @@ if TYPE_CHECKING:
         SessionSource,
     )
     from hermes_sessions.queries import (
-        SearchHit,
-        SearchQuery,
-        SearchQueryFields,
         SessionPage,
         SessionQuery,
         SessionQueryFields,
@@ -59,7 +57,6 @@ if TYPE_CHECKING:
     from hermes_sessions.results import AppendResult
     from hermes_sessions.state import SessionState, StateDelta
     from hermes_sessions.store import (
-        AnchoredView,
         EraseReport,
         Lineage,
         MemoryEraser,
@@ -88,7 +85,7 @@ RotateCallback = Callable[["RotateEvent"], None] | Callable[["RotateEvent"], Awa
 
 
 @attrs.define(eq=False)
-class AsyncSessionStore:
+class AsyncSessionStore(AsyncSearches):
     """The :class:`~hermes_sessions.store.SessionStore` API as coroutines.
 
     Args:
@@ -512,30 +509,6 @@ class AsyncSessionStore:
     async def lineage(self, session_id: str) -> Lineage:
         """Async :meth:`SessionStore.lineage`."""
         return await self._run(self.store.lineage, session_id)
-
-    async def search(
-        self,
-        query: str | SearchQuery,
-        *,
-        group: Literal["lineage"] | None = None,
-        **filters: Unpack[SearchQueryFields],
-    ) -> list[SearchHit]:
-        """Async :meth:`SessionStore.search`."""
-        return await self._run(self.store.search, query, group=group, **filters)
-
-    async def messages_around(
-        self, session_id: str, message_id: int, window: int = 5
-    ) -> list[Message]:
-        """Async :meth:`SessionStore.messages_around`."""
-        return await self._run(self.store.messages_around, session_id, message_id, window)
-
-    async def anchored_view(
-        self, session_id: str, message_id: int, *, window: int = 5, head: int = 2, tail: int = 2
-    ) -> AnchoredView:
-        """Async :meth:`SessionStore.anchored_view`."""
-        return await self._run(
-            self.store.anchored_view, session_id, message_id, window=window, head=head, tail=tail
-        )
 
     async def prune(
         self,

@@ -9,6 +9,7 @@ rotation plan; when a lease is free. The in-memory building blocks that ``InMemo
 from __future__ import annotations
 
 import functools
+import operator
 from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
 import attrs
@@ -204,6 +205,7 @@ _TEXT_FIELDS: Final = (
     "sender_id",
     "sender_name",
 )
+_TEXT_VALUES: Final = operator.attrgetter(*_TEXT_FIELDS)
 _FIXED_BYTES: Final = 512
 """More than every field name, quote, colon and comma, the timestamp and the token count take."""
 _MOST_BYTES_PER_CHARACTER: Final = 6  # ``\u001f``: an escaped control character
@@ -221,7 +223,7 @@ def _bound(message: Message) -> int | None:
     """A cheap upper bound of :func:`message_size` for a text-only message (else ``None``)."""
     if message.extra or message.tool_calls or isinstance(message.content, list):
         return None
-    characters = sum(len(getattr(message, name) or "") for name in _TEXT_FIELDS)
+    characters = len("".join(filter(None, _TEXT_VALUES(message))))
     return _FIXED_BYTES + _MOST_BYTES_PER_CHARACTER * characters
 
 

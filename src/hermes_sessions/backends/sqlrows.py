@@ -9,7 +9,8 @@ stored (PostgreSQL's ``text`` cannot hold U+0000, so it is escaped), how a flag 
 list are written, and the parameter mark. Everything else — which columns a record or entry has
 and in which order, decoding a damaged row into a
 :class:`~hermes_sessions.exceptions.CorruptRecordError`, the session filters of listings and
-searches, the listing with its preview and cursor — is here.
+searches, the listing with its preview and cursor — is here (and the search scan in
+:mod:`~hermes_sessions.backends.sqlscan`).
 
 Each backend binds one dialect (``backends/sqlite/_rows.py``, ``backends/postgres/_rows.py``)
 and writes only its own statements: the schema, locking, full-text search and the transactions.
@@ -21,17 +22,15 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol, overload
 
 import attrs
 
-from hermes_sessions import text
 from hermes_sessions.backends.rules import (
     DECODING_ERRORS,
     decodes,
-    rank_hits,
     row_key,
     tool_call_count,
 )
@@ -60,7 +59,7 @@ from hermes_sessions.serde import (
 from hermes_sessions.titles import lineage_key, title_key
 
 if TYPE_CHECKING:
-    from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery, Visibility
+    from hermes_sessions.queries import SearchQuery, SessionQuery, Visibility
 
 __all__ = [
     "ENTRY_FIELDS",
@@ -416,25 +415,6 @@ class SQLDialect:
             where.append(self.visibility(query.visible_to, params))
         return where
 
-    def search_filters(self, query: SearchQuery, params: list[Any]) -> list[str]:
-        """SQL conditions on ``messages AS m`` and ``sessions AS s`` for every search filter."""
-        where = self.session_filters(query, params)
-        if not query.include_inactive:
-            where.append(self.active)
-        if query.roles is not None:
-            where.append(self.in_list("m.role", query.roles, params))
-        if query.since is not None or query.until is not None:
-            where.append("m.timestamp IS NOT NULL")
-        for bound, value in ((">=", query.since), ("<", query.until)):
-            if value is not None:
-                where.append(f"m.timestamp {bound} {self.mark}")
-                params.append(self.to_time(value))
-        if query.session_ids is not None:
-            where.append(self.in_list("s.id", query.session_ids, params))
-        if query.exclude_session_ids:
-            where.append(self.in_list("s.id", query.exclude_session_ids, params, negate=True))
-        return where
-
     def listing_filters(self, query: SessionQuery, params: list[Any]) -> list[str]:
         """SQL conditions on ``sessions AS s`` for every filter of a session listing."""
         where = self.session_filters(query, params)
@@ -537,38 +517,6 @@ class SQLDialect:
             sql += f" LIMIT {self.mark}"
             params.append(limit)
         return sql
-
-    def scan(self, query: SearchQuery) -> tuple[str, list[Any]]:
-        """The SQL of a search without an index: every message passing the filters.
-
-        Each row is the message's :data:`MESSAGE_FIELDS`, then its session's
-        :data:`SESSION_FIELDS`; :meth:`scan_hits` scores them.
-        """
-        params: list[Any] = []
-        where = self.search_filters(query, params)
-        sql = (
-            f"SELECT m.id, m.active, m.body, {session_columns()} FROM {self.tables}messages AS m "  # noqa: S608
-            f"{self.join} {self.tables}sessions AS s ON s.seq = m.session_seq"
-        )
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        return sql, params
-
-    def scan_hits(
-        self, rows: Iterable[Sequence[Any]], query: SearchQuery, parsed: text.Query
-    ) -> list[SearchHit]:
-        """The hits of a scan's rows: the shared matcher and BM25 over every message."""
-        index = text.SearchIndex()
-        messages: list[Message] = []
-        records: dict[str, SessionRecord] = {}
-        for row in rows:
-            record = records.get(row[3])
-            if record is None:
-                record = records[row[3]] = self.record_from_row(row[3:])
-            messages.append(message_from_row(row, record.id))
-            index.add(len(messages) - 1, text.searchable_text(messages[-1]))
-        scored = [(messages[doc], score) for doc, score in index.search(parsed)]
-        return rank_hits(scored, query, parsed, records.__getitem__)
 
     def edit(
         self,

@@ -28,7 +28,7 @@ from hermes_sessions.keys import KeyPolicy
 from hermes_sessions.models import Message, RotateReason, SessionEntry, SessionRecord, stamped
 from hermes_sessions.policy import ResetPolicies
 from hermes_sessions.protocols import Backend, Clock, RotationPlan
-from hermes_sessions.queries import SearchQuery, SessionQuery
+from hermes_sessions.queries import SessionQuery
 from hermes_sessions.store import (
     _commands,
     _edits,
@@ -47,14 +47,13 @@ from hermes_sessions.store._ledger import LedgerMode
 from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
 from hermes_sessions.store._retention import RetentionPolicy
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
+from hermes_sessions.store._searching import Searches
 from hermes_sessions.window import ContextWindow, context_window
 
 if TYPE_CHECKING:
     from hermes_sessions.cipher import Cipher
     from hermes_sessions.models import SessionSource
     from hermes_sessions.queries import (
-        SearchHit,
-        SearchQueryFields,
         SessionPage,
         SessionQueryFields,
     )
@@ -64,7 +63,6 @@ if TYPE_CHECKING:
     from hermes_sessions.store._lineage import Lineage
     from hermes_sessions.store._retention import RetentionReport
     from hermes_sessions.store._targets import ResumeFilter
-    from hermes_sessions.store._views import AnchoredView
     from hermes_sessions.usage import Usage
 
 __all__ = ["SessionStore", "StoreOptions"]  # StoreOptions lives in _options
@@ -74,7 +72,7 @@ _ARCHIVED, _UNARCHIVED = {"archived": True}, {"archived": False}
 
 
 @attrs.define(eq=False)
-class SessionStore(ClosesOnExit, LedgerMode):
+class SessionStore(Searches, ClosesOnExit, LedgerMode):
     """The session lifecycle: keys, resets, transcripts, resume, branch, compress, search.
 
     Args:
@@ -515,46 +513,6 @@ class SessionStore(ClosesOnExit, LedgerMode):
     def lineage(self, session_id: str) -> Lineage:
         """The session's family: its ancestors and all their descendants, root first."""
         return _lineage.lineage_of(self.backend, session_id)
-
-    def search(
-        self,
-        query: str | SearchQuery,
-        *,
-        group: Literal["lineage"] | None = None,
-        **filters: Unpack[SearchQueryFields],
-    ) -> list[SearchHit]:
-        """Full-text search across sessions (query language: ``docs/search.md``).
-
-        Pass the query text with :class:`SearchQuery` fields as keywords, or a ``SearchQuery``.
-        ``group="lineage"`` keeps only the best hit per lineage root, so a compressed
-        conversation counts once. A backend that does not implement
-        :class:`~hermes_sessions.protocols.SupportsSearch` raises ``TypeError``.
-        """
-        if isinstance(query, str):
-            query = SearchQuery(text=query, **filters)
-        return _views.search(self.backend, query, group=group)
-
-    def messages_around(self, session_id: str, message_id: int, window: int = 5) -> list[Message]:
-        """Up to ``window`` active messages on each side of a message, and the message itself."""
-        return _views.messages_around(self.backend, session_id, message_id, window)
-
-    def anchored_view(
-        self,
-        session_id: str,
-        message_id: int,
-        *,
-        window: int = 5,
-        head: int = 2,
-        tail: int = 2,
-    ) -> AnchoredView:
-        """A search hit in context, for a model or a person to read.
-
-        ``window`` user/assistant messages on each side of the anchor, plus the first ``head``
-        messages before that window and the last ``tail`` messages after it.
-        """
-        return _views.anchored_view(
-            self.backend, session_id, message_id, window=window, head=head, tail=tail
-        )
 
     # -- housekeeping ------------------------------------------------------------------------------
 

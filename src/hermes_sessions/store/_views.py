@@ -25,6 +25,7 @@ __all__ = [
     "anchored_view",
     "list_sessions",
     "messages_around",
+    "require_search",
     "search",
     "seen",
     "stored_copy",
@@ -58,6 +59,12 @@ def list_sessions(
     if not include_compressed and COMPRESSION not in query.exclude_end_reasons:
         query = attrs.evolve(query, exclude_end_reasons=(*query.exclude_end_reasons, COMPRESSION))
     return backend.list_sessions(query)
+
+
+def require_search(backend: Backend) -> None:
+    """Raise ``TypeError`` unless ``backend`` searches."""
+    if not isinstance(backend, SupportsSearch):
+        raise TypeError(f"{backend!r} cannot search; use a backend with search")
 
 
 def search(

@@ -35,6 +35,7 @@ from hermes_sessions.testing._contention import ContentionContract
 from hermes_sessions.testing._durability import DurabilityContract
 from hermes_sessions.testing._ledger import LedgerContract
 from hermes_sessions.testing._messages import AppendContract, ReadContract, RewriteContract
+from hermes_sessions.testing._natural import NaturalSearchContract
 from hermes_sessions.testing._plans import PlanContract
 from hermes_sessions.testing._redelivery import (
     AfterResetContract,
@@ -69,6 +70,7 @@ class BackendContract(
     PlanContract,
     KeyRewriteContract,
     SearchContract,
+    NaturalSearchContract,
     ValueContract,
     WidthContract,
     DurabilityContract,

@@ -129,8 +129,16 @@ what :func:`index_tokens` gives today: the backend must still answer every searc
 and PostgreSQL check candidates with :meth:`Query.matches` on the messages' text) until its
 ``reindex()`` has rewritten the rows; ``docs/search.md`` describes the migration.
 
+Natural questions
+-----------------
+:func:`natural_terms` turns a question into content terms (stop words and CJK function words
+dropped, English words stemmed, CJK stretches split by what the index holds), :func:`term_count`
+checks a text for a term, and :func:`rank_sessions` ranks sessions by coverage and BM25; the
+store's ``search(..., mode="natural")`` feeds them with exact searches on any backend.
+
 Modules: ``_width`` (width folding), ``_tokens`` (the stream), ``_query`` (parser, normal form,
-matcher), ``_ranking`` (BM25 and :class:`SearchIndex`), ``_snippets``, ``_searchable``, ``_blind``.
+matcher), ``_ranking`` (BM25 and :class:`SearchIndex`), ``_snippets``, ``_searchable``,
+``_blind``, ``_natural`` (natural questions).
 Backends use only the names in ``__all__`` below, never the private modules.
 
 The stream depends on the Unicode database of the running Python (case folding, categories):
@@ -147,6 +155,20 @@ from hermes_sessions.text._width import fold_width
 
 if TYPE_CHECKING:
     from hermes_sessions.text._blind import blind_query, query_text
+    from hermes_sessions.text._natural import (
+        CJK_FUNCTION_WORDS,
+        CONFIDENT_COVERAGE,
+        GENERAL_WORDS,
+        STOP_WORDS,
+        WEAK_COVERAGE,
+        Evidence,
+        NaturalTerm,
+        SessionScore,
+        natural_terms,
+        rank_sessions,
+        stem,
+        term_count,
+    )
     from hermes_sessions.text._query import (
         MAX_QUERY_LENGTH,
         MAX_QUERY_PHRASES,
@@ -181,16 +203,24 @@ differs from this one needs a re-index.
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "CJK_FUNCTION_WORDS",
+    "CONFIDENT_COVERAGE",
+    "GENERAL_WORDS",
     "LONG_TEXT",
     "MAX_QUERY_LENGTH",
     "MAX_QUERY_PHRASES",
+    "STOP_WORDS",
     "TOKENS_VERSION",
+    "WEAK_COVERAGE",
     "WINDOW",
     "Clause",
     "Document",
+    "Evidence",
+    "NaturalTerm",
     "Phrase",
     "Query",
     "SearchIndex",
+    "SessionScore",
     "Snippet",
     "Token",
     "TokenKind",
@@ -202,10 +232,14 @@ __all__ = [
     "make_snippet",
     "match_spans",
     "match_window",
+    "natural_terms",
     "parse_query",
     "query_text",
+    "rank_sessions",
     "scoring_tokens",
     "searchable_text",
+    "stem",
+    "term_count",
     "tokenize",
 ]
 
@@ -229,6 +263,23 @@ _LAZY: Final = {
         ("BM25_B", "BM25_K1", "SearchIndex", "bm25_score", "scoring_tokens"), "_ranking"
     ),
     "searchable_text": "_searchable",
+    **dict.fromkeys(
+        (
+            "CJK_FUNCTION_WORDS",
+            "CONFIDENT_COVERAGE",
+            "GENERAL_WORDS",
+            "STOP_WORDS",
+            "WEAK_COVERAGE",
+            "Evidence",
+            "NaturalTerm",
+            "SessionScore",
+            "natural_terms",
+            "rank_sessions",
+            "stem",
+            "term_count",
+        ),
+        "_natural",
+    ),
     **dict.fromkeys(("Snippet", "make_snippet"), "_snippets"),
     **dict.fromkeys(("LONG_TEXT", "WINDOW", "match_window"), "_windows"),
 }

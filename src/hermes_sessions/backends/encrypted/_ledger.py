@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from hermes_sessions.models import Message
     from hermes_sessions.usage import Usage
 
-__all__ = ["ledger_rows", "ledger_write"]
+__all__ = ["ledger_rows", "ledger_write", "open_row", "seal_row"]
 
 
 def _inner(backend: EncryptedBackend) -> SupportsLedger:
@@ -43,7 +43,8 @@ def _stored_id(backend: EncryptedBackend, row_id: str) -> str:
     return "b:" + backend.cipher.blind(row_id, "ledger")
 
 
-def _seal(backend: EncryptedBackend, row: LedgerRow) -> LedgerRow:
+def seal_row(backend: EncryptedBackend, row: LedgerRow) -> LedgerRow:
+    """The stored form of a row: its id hashed, its ``data`` (with the id) one envelope."""
     stored_id = _stored_id(backend, row.id)
     owner = backend.scope_owner(session_scope(row.session_id))
     plain = compact_json({"id": row.id, "data": row.data})
@@ -51,7 +52,8 @@ def _seal(backend: EncryptedBackend, row: LedgerRow) -> LedgerRow:
     return attrs.evolve(row, id=stored_id, data={SEALED: envelope})
 
 
-def _open(backend: EncryptedBackend, row: LedgerRow) -> LedgerRow:
+def open_row(backend: EncryptedBackend, row: LedgerRow) -> LedgerRow:
+    """A stored row, opened: its own id and ``data`` back (the bound message id kept)."""
     opened = json.loads(backend.codec.open(row.data.get(SEALED), "ledger", row.id, "data"))
     data = opened["data"]
     if "message_id" in row.data:  # bound by the inner backend beside the envelope
@@ -70,7 +72,7 @@ def ledger_rows(
     """The inner backend's rows, opened (looked up by the keyed hashes of ``ids``)."""
     blinded = None if ids is None else [_stored_id(backend, row_id) for row_id in ids]
     found = _inner(backend).ledger_rows(kind, ids=blinded, status=status, session_key=session_key)
-    return ledger_order(_open(backend, row) for row in found)
+    return ledger_order(open_row(backend, row) for row in found)
 
 
 def ledger_write(
@@ -86,7 +88,7 @@ def ledger_write(
     check_ledger_write(session_id, rows, len(messages))
     result = _inner(backend).ledger_write(
         session_id,
-        [_seal(backend, row) for row in rows],
+        [seal_row(backend, row) for row in rows],
         messages=backend._seal_messages(messages, session_id),  # noqa: SLF001  # the wrapper's
         touch_at=touch_at,
         usage=usage,

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from hermes_sessions.backends.encrypted._codec import RESERVED_SCOPES, SEALED, STORE, TITLE
+from hermes_sessions.backends.encrypted._ledger import open_row, seal_row
 from hermes_sessions.backends.encrypted._marker import mark_sealed, open_marker
 from hermes_sessions.backends.encrypted._userkeys import is_user_key
 from hermes_sessions.cipher import STORE_SCOPE, envelope_key_id, is_envelope
 from hermes_sessions.exceptions import ConflictError, EncryptionKeyError, InvalidArgumentError
-from hermes_sessions.protocols import SupportsScrub, SupportsStateScopes
+from hermes_sessions.ledger import INBOUND, OUTBOUND
+from hermes_sessions.protocols import SupportsLedger, SupportsScrub, SupportsStateScopes
 from hermes_sessions.queries import SessionQuery
 from hermes_sessions.state import DELETE
 from hermes_sessions.titles import lineage_key
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from hermes_sessions.backends.encrypted._backend import EncryptedBackend as _Wrapper
     from hermes_sessions.backends.encrypted._userkeys import UserKeys
     from hermes_sessions.cipher import Cipher, KeyProvider
+    from hermes_sessions.ledger import LedgerRow
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import SearchableBackend
 
@@ -73,6 +76,8 @@ class RotationProgress:
     records_rewritten: int
     messages_rewritten: int
     scopes_rewritten: int
+    ledger_rewritten: int = 0
+    """Turn-ledger rows sealed anew (``hermes_sessions.ledger``)."""
     remaining: int | None = None
     """Values the verification pass found still not under the current key (``None``: not yet)."""
 
@@ -224,6 +229,25 @@ class _Run:
             rewritten += 1
         self.count(scopes_visited=len(scope_ids), scopes_rewritten=rewritten)
 
+    def ledger(self) -> None:
+        """Seal anew the turn ledger's rows sealed under another key (rotation only)."""
+        backend, rewritten = self.backend, 0
+        if self.values.doomed:  # erasure: the users' rows go with their sessions
+            return
+        for stored in _ledger_rows(backend):
+            if not self.values.stale(stored.data.get(SEALED)):
+                continue
+            resealed = seal_row(backend, open_row(backend, stored))
+            data = {**resealed.data, **{k: v for k, v in stored.data.items() if k != SEALED}}
+            try:
+                backend.inner.ledger_write(  # type: ignore[attr-defined]  # SupportsLedger
+                    stored.session_id, [attrs.evolve(resealed, data=data, version=stored.version)]
+                )
+            except ConflictError:
+                continue  # changed meanwhile, under the current key; the verification checks
+            rewritten += 1
+        self.count(ledger_rewritten=rewritten)
+
     def session(self, session_id: str) -> None:
         backend, codec = self.backend, self.backend.codec
         stored = backend.inner.get_session(session_id)
@@ -290,9 +314,23 @@ def stale_values(
             for m in inner.get_messages(session_id, include_inactive=True)
             if values.message(m)
         )
+    if not doomed:
+        found.extend(
+            f"ledger {row.kind} {row.id}"
+            for row in _ledger_rows(backend)
+            if values.stale(row.data.get(SEALED))
+        )
     if backend.user_keys is not None and not doomed:
         found.extend(f"user key {key_id}" for key_id in backend.user_keys.stale())
     return found
+
+
+def _ledger_rows(backend: _Wrapper) -> list[LedgerRow]:
+    """The inner backend's turn-ledger rows as stored (none without ``SupportsLedger``)."""
+    inner = backend.inner
+    if not isinstance(inner, SupportsLedger):
+        return []
+    return [row for kind in (INBOUND, OUTBOUND) for row in inner.ledger_rows(kind)]
 
 
 def _walk(
@@ -306,6 +344,7 @@ def _walk(
     run.count(sessions_total=len(sessions))
     run.entries()
     run.scopes(scopes)
+    run.ledger()
     yield run.progress
     for session_id in sessions:
         run.session(session_id)

@@ -330,10 +330,27 @@ class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
                 state=state,
             )
             if usage is not None and not result.duplicate:
-                self._update(connection, session_id, usage.values(), usage.increments())
+                self._add_usage(connection, session_id, usage)
             return result
 
         return self._run(work)
+
+    def _add_usage(
+        self, connection: psycopg.Connection[Any], session_id: str, usage: Usage
+    ) -> None:
+        """Add a turn's usage to its session in one statement (the session is locked already).
+
+        The counters are added in SQL (``coalesce(column, 0) + amount``) rather than read,
+        added and written back: one round trip instead of three on the path of every turn.
+        """
+        values, amounts = usage.values(), usage.increments()
+        assignments = [f"{name} = coalesce({name}, 0) + %s" for name in amounts]
+        assignments += [f"{name} = %s" for name in values]
+        if assignments:
+            connection.execute(
+                self.q(f"UPDATE {{s}}.sessions SET {', '.join(assignments)} WHERE id = %s"),
+                [*amounts.values(), *values.values(), session_id],
+            )
 
     @guarded
     def ledger_rows(

@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from hermes_sessions import text
+from hermes_sessions.backends import sqlscan
 from hermes_sessions.backends.postgres._rows import (
     POSTGRES,
     SESSION_COLUMNS,
@@ -195,7 +196,7 @@ def _candidates_sql(
     else:
         params = [exact_tsquery(parsed, excluded=False), loose, exact, loose]
         match = "((t.exact AND t.tsv @@ %s::tsquery) OR (NOT t.exact AND t.tsv @@ %s::tsquery))"
-    where = [match, *POSTGRES.search_filters(query, params)]
+    where = [match, *sqlscan.search_filters(POSTGRES, query, params)]
     sql = (
         "SELECT m.session_seq, m.id, bool_and(t.exact), "
         "max(ts_rank_cd(t.tsv, CASE WHEN t.exact THEN %s::tsquery ELSE %s::tsquery END, 1)) "
@@ -304,5 +305,5 @@ def _scan(
     pool: Connections, connection: psycopg.Connection[Any], query: SearchQuery, parsed: text.Query
 ) -> list[SearchHit]:
     """Search without the index: the shared matcher and BM25 over every filtered message."""
-    sql, params = POSTGRES.scan(query)
-    return POSTGRES.scan_hits(connection.execute(pool.q(sql), params), query, parsed)
+    sql, params = sqlscan.scan(POSTGRES, query)
+    return sqlscan.scan_hits(POSTGRES, connection.execute(pool.q(sql), params), query, parsed)

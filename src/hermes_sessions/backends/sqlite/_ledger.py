@@ -131,7 +131,7 @@ def ledger_rows(
 ) -> list[LedgerRow]:
     """``SQLiteBackend.ledger_rows``: the rows of ``kind`` passing the filters, in one read."""
     wanted = None if ids is None else list(dict.fromkeys(ids))
-    return backend._read(lambda c: select(c, kind, wanted, status, session_key))  # noqa: SLF001
+    return backend._read_once(lambda c: select(c, kind, wanted, status, session_key))  # noqa: SLF001
 
 
 @guarded

@@ -31,6 +31,7 @@ import heapq
 from typing import TYPE_CHECKING, Any
 
 from hermes_sessions import text
+from hermes_sessions.backends import sqlscan
 from hermes_sessions.backends.rules import make_hit
 from hermes_sessions.backends.sqlite._clauses import CHUNK, in_list
 from hermes_sessions.backends.sqlite._messages import MESSAGE_COLUMNS
@@ -78,7 +79,7 @@ def search(connection: sqlite3.Connection, query: SearchQuery, *, fts: bool) -> 
     if not fts:
         return _scan(connection, query, parsed)
     params: list[Any] = [fts_query(parsed)]
-    where = ["f.messages_fts MATCH ?", *SQLITE.search_filters(query, params)]
+    where = ["f.messages_fts MATCH ?", *sqlscan.search_filters(SQLITE, query, params)]
     source = (
         f"FROM {FTS_TABLE} AS f CROSS JOIN messages AS m ON m.id = f.rowid "
         "CROSS JOIN sessions AS s ON s.seq = m.session_seq WHERE " + " AND ".join(where)
@@ -193,5 +194,5 @@ def _scan(
     connection: sqlite3.Connection, query: SearchQuery, parsed: text.Query
 ) -> list[SearchHit]:
     """Search without FTS5: every message passing the filters is checked by the shared matcher."""
-    sql, params = SQLITE.scan(query)
-    return SQLITE.scan_hits(connection.execute(sql, params), query, parsed)
+    sql, params = sqlscan.scan(SQLITE, query)
+    return sqlscan.scan_hits(SQLITE, connection.execute(sql, params), query, parsed)
