@@ -14,6 +14,8 @@ turns:
 - 8 threads on the synchronous ``SessionStore`` (group commit on and off);
 - the raw ``sqlite3`` loop of ``turns.py`` with one commit per turn, and the same loop batching 64
   turns per commit (the ideal a group commit approaches);
+- the async store with the turn ledger (``ledger=True``: ``turn(source, message=...,
+  holder=...)`` and ``turn.answer``, two commits a turn), beside the plain turn (issue 40);
 - with a PostgreSQL DSN (``HERMES_SESSIONS_TEST_PG_DSN``, ``HERMES_SESSIONS_DSN`` or
   ``--pg-dsn``), the async store on PostgreSQL at the same concurrencies, in a fresh schema
   dropped at the end.
@@ -65,9 +67,18 @@ def _pair(tag: str, n: int) -> tuple[Message, Message]:
     )
 
 
-async def _chat(store: AsyncSessionStore, number: int, turns: int, run: str) -> None:
+async def _chat(
+    store: AsyncSessionStore, number: int, turns: int, run: str, *, ledger: bool = False
+) -> None:
     for n in range(turns):
         tag = f"{run}-{number}-{n}"
+        if ledger:  # the turn ledger: accept (one commit), answer with the reply (one commit)
+            question, reply = _pair(tag, n)
+            async with store.turn(source(number), message=question, holder="bench") as turn:
+                if turn.duplicate:
+                    raise AssertionError("a fresh message was reported as a duplicate")
+                await turn.answer(reply, usage=USAGE)
+            continue
         async with store.turn(source(number)) as turn:
             if await store.seen(turn.session_id, tag) is not None:
                 raise AssertionError("a fresh message was reported as seen")
@@ -87,13 +98,20 @@ def _thread_clocks(store: AsyncSessionStore) -> dict[str, float]:
 
 
 async def _async_rate(
-    store: AsyncSessionStore, chats: int, turns: int, run: str, cpu: dict[str, float] | None
+    store: AsyncSessionStore,
+    chats: int,
+    turns: int,
+    run: str,
+    cpu: dict[str, float] | None,
+    *,
+    ledger: bool = False,
 ) -> float:
     per_chat = max(1, turns // chats)
-    await asyncio.gather(*(_chat(store, c, 2, f"{run}w") for c in range(chats)))  # warm-up
+    warm = (_chat(store, c, 2, f"{run}w", ledger=ledger) for c in range(chats))
+    await asyncio.gather(*warm)
     before = _thread_clocks(store)
     start = time.perf_counter()
-    await asyncio.gather(*(_chat(store, c, per_chat, run) for c in range(chats)))
+    await asyncio.gather(*(_chat(store, c, per_chat, run, ledger=ledger) for c in range(chats)))
     elapsed = time.perf_counter() - start
     if cpu is not None:
         after = _thread_clocks(store)
@@ -110,11 +128,13 @@ def async_turns(
     *,
     threaded: bool = False,
     cpu: dict[str, float] | None = None,
+    ledger: bool = False,
 ) -> float:
     """Turns per second of ``chats`` concurrent chats through ``AsyncSessionStore``.
 
     ``threaded``: as before the writer and reader threads, every call in a thread of its own.
     ``cpu`` receives the CPU seconds per turn of each thread (see :func:`_thread_clocks`).
+    ``ledger``: turns through the turn ledger (the store must be opened with it).
     """
 
     async def main() -> float:
@@ -122,7 +142,7 @@ def async_turns(
             if threaded:
                 pool = WritePool(store.store.backend, batches=False)
                 store._writes = pool  # noqa: SLF001  # the baseline: the write pool alone
-            return await _async_rate(store, chats, turns, run, cpu)
+            return await _async_rate(store, chats, turns, run, cpu, ledger=ledger)
 
     return asyncio.run(main())
 
@@ -153,10 +173,10 @@ def thread_turns(path: Path, threads: int, turns: int, run: str, *, group: bool)
     return threads * per_thread / elapsed
 
 
-def _sqlite_opener(path: Path, *, group: bool) -> Callable[[], SessionStore]:
+def _sqlite_opener(path: Path, *, group: bool, ledger: bool = False) -> Callable[[], SessionStore]:
     def open_store() -> SessionStore:
         backend = SQLiteBackend(path, durability="full", group_commit=group)
-        return SessionStore(backend, resets=NEVER)
+        return SessionStore(backend, resets=NEVER, ledger=ledger)
 
     return open_store
 
@@ -187,6 +207,9 @@ def sqlite_round(
         opener = _sqlite_opener(db, group=True)
         run = f"p{chats}-{round_}"
         rates[f"async {chats} threaded"] = async_turns(opener, chats, turns, run, threaded=True)
+        opener = _sqlite_opener(db, group=True, ledger=True)
+        run = f"l{chats}-{round_}"
+        rates[f"ledger {chats}"] = async_turns(opener, chats, turns, run, ledger=True)
     for group in (True, False):
         run = f"{'t' if group else 'u'}-{round_}"
         rates[f"threads {group}"] = thread_turns(db, 8, turns, run, group=group)
@@ -224,6 +247,11 @@ def measure_sqlite(scratch: Path, args: argparse.Namespace, concurrencies: tuple
             f"    threads only (before the writer): {rate(threaded):8,.0f} turns/s; the writer "
             f"gives {ratio(on, threaded):5.2f}x; threads only is {ratio(threaded, 'raw 1'):5.2f}x "
             "raw one-commit"
+        )
+        ledgered = f"ledger {chats}"
+        print(
+            f"    with the turn ledger (accept; answer with the reply): {rate(ledgered):8,.0f} "
+            f"turns/s; {ratio(ledgered, on):5.2f}x the plain turn"
         )
     if args.breakdown and 64 in concurrencies:  # the target's case
         print("CPU per turn at 64 chats (ms, medians of the rounds):")

@@ -5,8 +5,9 @@ import, first use, bare, ...) so the load of a shared machine hits all three ali
 
 * ``python -c pass`` — the baseline;
 * ``import hermes_sessions``;
-* the first use: import, open a SQLite store in a new directory (creating its schema) and run
-  the first turn (``get_or_create`` then an ``append`` of the user message and the reply).
+* the first use: import, open a SQLite store in a new directory (creating its schema; the
+  parent names the directory, so the child loads nothing but the library) and run the first
+  turn (``get_or_create`` then an ``append`` of the user message and the reply).
 
 The figures are the CPU time (user and system) of each process, medians over the runs, minus
 the baseline's median: on a shared machine the wall time of a process swings several-fold with
@@ -24,26 +25,27 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import itertools
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 IMPORT_TARGET_MS = 150.0
 FIRST_USE_TARGET_MS = 100.0
 
 FIRST_USE = """
-import sys, tempfile
+import sys
 from hermes_sessions import Message, SessionSource, SessionStore
-with tempfile.TemporaryDirectory() as home:
-    with SessionStore.open(home) as store:
-        lookup = store.get_or_create(SessionSource(platform="telegram", chat_id="1", user_id="1"))
-        store.append(
-            lookup.session_id,
-            Message(role="user", content="hello", platform_message_id="1"),
-            Message(role="assistant", content="hi, how can I help?"),
-        )
+with SessionStore.open(sys.argv[1]) as store:
+    lookup = store.get_or_create(SessionSource(platform="telegram", chat_id="1", user_id="1"))
+    store.append(
+        lookup.session_id,
+        Message(role="user", content="hello", platform_message_id="1"),
+        Message(role="assistant", content="hi, how can I help?"),
+    )
 """
 PROGRAMS = {
     "bare": "pass",
@@ -52,10 +54,10 @@ PROGRAMS = {
 }
 
 
-def run_once(code: str) -> float:
-    """CPU time (user and system) in milliseconds of ``python -c code`` in a fresh process."""
+def run_once(code: str, home: str) -> float:
+    """CPU time (user and system) in milliseconds of ``python -c code home`` in a new process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code, home], check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return used * 1000
@@ -77,11 +79,13 @@ def main() -> None:
     runs = args.runs or (5 if args.quick else 21)
     compile_package()
     times: dict[str, list[float]] = {name: [] for name in PROGRAMS}
-    for code in PROGRAMS.values():  # warm the page cache, untimed
-        run_once(code)
-    for _ in range(runs):
-        for name, code in PROGRAMS.items():
-            times[name].append(run_once(code))
+    with tempfile.TemporaryDirectory() as scratch:
+        homes = (str(Path(scratch) / str(number)) for number in itertools.count())
+        for code in PROGRAMS.values():  # warm the page cache, untimed
+            run_once(code, next(homes))
+        for _ in range(runs):
+            for name, code in PROGRAMS.items():
+                times[name].append(run_once(code, next(homes)))
     median = {name: statistics.median(samples) for name, samples in times.items()}
     bare = median["bare"]
     over_import = median["import"] - bare

@@ -12,8 +12,9 @@ SQLite's single writer cannot (on a machine with few cores, both are bounded by 
 It needs a server: the DSN comes from ``HERMES_SESSIONS_TEST_PG_DSN`` (CI sets it) or
 ``HERMES_SESSIONS_DSN``; without one (or without the ``postgres`` extra) it says so and exits 0.
 It also counts the round trips to the server of a turn and of a checked turn (``seen`` and
-usage too; target at most 11, issue 39). Tables go into a fresh schema, dropped at the end.
-``--quick`` is a smoke run of a few seconds.
+usage too; target at most 11, issue 39), and compares the checked turn with a raw psycopg loop
+making the same reads and writes (target 0.8 of its rate). Tables go into a fresh schema,
+dropped at the end. ``--quick`` is a smoke run of a few seconds.
 
     python benchmarks/postgres.py [--quick]
 """
@@ -21,6 +22,7 @@ usage too; target at most 11, issue 39). Tables go into a fresh schema, dropped 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 import random
@@ -244,6 +246,152 @@ def report_round_trips(where: str, keys: int, turns: int) -> None:
     )
 
 
+PG_RATIO_TARGET = 0.8
+"""The checked PostgreSQL turn's share of the raw psycopg loop's rate (issue 39, item 3)."""
+
+RAW_SCHEMA = """
+CREATE TABLE {s}.entries (key text PRIMARY KEY, session_id text NOT NULL,
+                          updated_at timestamptz NOT NULL);
+CREATE TABLE {s}.sessions (seq bigserial PRIMARY KEY, id text UNIQUE NOT NULL,
+                           message_count bigint NOT NULL DEFAULT 0,
+                           next_message_id bigint NOT NULL DEFAULT 1,
+                           last_active_at timestamptz, input_tokens bigint NOT NULL DEFAULT 0,
+                           output_tokens bigint NOT NULL DEFAULT 0);
+CREATE TABLE {s}.messages (session_seq bigint NOT NULL, id bigint NOT NULL, role text NOT NULL,
+                           timestamp timestamptz, platform_message_id text, body text NOT NULL,
+                           PRIMARY KEY (session_seq, id));
+CREATE UNIQUE INDEX ON {s}.messages (session_seq, platform_message_id)
+    WHERE platform_message_id IS NOT NULL;
+CREATE TABLE {s}.message_text (session_seq bigint NOT NULL, message_id bigint NOT NULL,
+                               tsv tsvector NOT NULL, PRIMARY KEY (session_seq, message_id));
+CREATE INDEX ON {s}.message_text USING gin (tsv);
+"""
+
+
+def raw_checked_turns(dsn: str, schema: str, keys: int, count: int, seed: int) -> float:
+    """Turns per second of a raw psycopg loop making the checked turn's reads and writes.
+
+    Per turn: the routing row, the redelivery check, then one transaction locking the session
+    row for two message ids, inserting both messages and their search rows (the library's
+    tokens as an explicit ``tsvector``, prepared before the clock starts), adding the counters
+    and usage, and moving the routing row's activity. Autocommit and no prepared statements,
+    like the backend.
+    """
+    import psycopg  # noqa: PLC0415
+    from psycopg import sql  # noqa: PLC0415
+
+    from hermes_sessions import text  # noqa: PLC0415
+
+    def q(template: str) -> str:
+        return sql.SQL(template).format(s=sql.Identifier(schema)).as_string(None)
+
+    rng = random.Random(seed)
+    picks = [rng.randrange(keys) for _ in range(count)]
+    prepared = []
+    for n in range(count):
+        pair = []
+        for role, content in (("user", f"question {n} about staging"), ("assistant", f"a {n}")):
+            lexemes = " ".join(
+                f"'{token}':{place}" for place, token in enumerate(text.index_tokens(content), 1)
+            )
+            body = json.dumps({"role": role, "content": content, "timestamp": "2026-05-12T01Z"})
+            pair.append((role, body, lexemes))
+        prepared.append(pair)
+    with psycopg.connect(dsn, autocommit=True, prepare_threshold=None) as connection:
+        connection.execute(q(f"CREATE SCHEMA {{s}}; {RAW_SCHEMA}"))
+        with connection.transaction():
+            for number in range(keys):
+                connection.execute(
+                    q("INSERT INTO {s}.entries VALUES (%s, %s, now())"),
+                    (f"k{number}", f"s{number}"),
+                )
+                connection.execute(q("INSERT INTO {s}.sessions (id) VALUES (%s)"), (f"s{number}",))
+        entry = q("SELECT session_id FROM {s}.entries WHERE key = %s")
+        seen = q(
+            "SELECT m.id FROM {s}.messages AS m JOIN {s}.sessions AS s ON s.seq = m.session_seq "
+            "WHERE s.id = %s AND m.platform_message_id = %s"
+        )
+        lock = q(
+            "UPDATE {s}.sessions SET next_message_id = next_message_id + 2 WHERE id = %s "
+            "RETURNING seq, next_message_id - 2"
+        )
+        insert = q(
+            "INSERT INTO {s}.messages VALUES (%s, %s, %s, now(), %s, %s), "
+            "(%s, %s, %s, now(), NULL, %s)"
+        )
+        index = q(
+            "INSERT INTO {s}.message_text VALUES (%s, %s, %s::tsvector), (%s, %s, %s::tsvector)"
+        )
+        counters = q(
+            "UPDATE {s}.sessions SET message_count = message_count + 2, last_active_at = now(), "
+            "input_tokens = input_tokens + 120, output_tokens = output_tokens + 30 WHERE seq = %s"
+        )
+        touch = q(
+            "UPDATE {s}.entries SET updated_at = greatest(updated_at, now()) WHERE session_id = %s"
+        )
+        start = time.perf_counter()
+        for n, number in enumerate(picks):
+            (session_id,) = connection.execute(entry, (f"k{number}",)).fetchone()  # type: ignore[misc]
+            platform_id = f"{seed}-{n}"
+            connection.execute(seen, (session_id, platform_id)).fetchone()
+            (user_role, user_body, user_tsv), (reply_role, reply_body, reply_tsv) = prepared[n]
+            with connection.transaction():
+                seq, first = connection.execute(lock, (session_id,)).fetchone()  # type: ignore[misc]
+                rows = (seq, first, user_role, platform_id, user_body)
+                connection.execute(insert, (*rows, seq, first + 1, reply_role, reply_body))
+                connection.execute(index, (seq, first, user_tsv, seq, first + 1, reply_tsv))
+                connection.execute(counters, (seq,))
+                connection.execute(touch, (session_id,))
+        return count / (time.perf_counter() - start)
+
+
+def store_checked_turns(where: str, keys: int, count: int, seed: int) -> float:
+    """Turns per second of the checked turn through the store (``seen`` and usage too)."""
+    from hermes_sessions import Usage  # noqa: PLC0415
+
+    rng = random.Random(seed)
+    with SessionStore(open_backend("postgres", where), resets=NEVER) as store:
+        for number in range(keys):
+            store.get_or_create(source(number))
+        start = time.perf_counter()
+        for n in range(count):
+            lookup = store.get_or_create(source(rng.randrange(keys)))
+            platform_id = f"{seed}-{n}"
+            store.seen(lookup.session_id, platform_id)
+            store.append(
+                lookup.session_id,
+                Message(
+                    role="user",
+                    content=f"question {n} about staging",
+                    platform_message_id=platform_id,
+                ),
+                Message(role="assistant", content=f"a {n}"),
+                usage=Usage(input=120, output=30),
+            )
+        return count / (time.perf_counter() - start)
+
+
+def report_raw_ratio(dsn: str, keys: int, count: int, rounds: int) -> None:
+    """The checked turn through the store against the raw psycopg loop, paired rounds."""
+    ratios, ours, raws = [], [], []
+    for round_ in range(rounds):
+        names = [f"hs_bench_{secrets.token_hex(4)}_{kind}" for kind in ("store", "raw")]
+        try:
+            ours.append(store_checked_turns(f"{dsn}|{names[0]}", keys, count, seed=round_))
+            raws.append(raw_checked_turns(dsn, names[1], keys, count, seed=round_))
+        finally:
+            for name in names:
+                drop(dsn, name)
+        ratios.append(ours[-1] / raws[-1])
+    ratio = statistics.median(ratios)
+    mark = "pass" if ratio >= PG_RATIO_TARGET else "MISS"
+    print(
+        f"checked turn, PostgreSQL, {keys} keys, medians of {rounds} paired rounds: store "
+        f"{statistics.median(ours):.0f} turns/s, raw psycopg loop {statistics.median(raws):.0f}; "
+        f"ratio {ratio:.2f} (target >= {PG_RATIO_TARGET}): {mark}"
+    )
+
+
 def report_search(where: dict[str, str], messages: int, repeats: int) -> None:
     """Median search latency per query class, on both engines over the same corpus."""
     latencies = {}
@@ -312,6 +460,7 @@ def main() -> int:
         try:
             report_turns(places("turns"), keys, count)
             report_round_trips(places("trips")["postgres"], 20, 50)
+            report_raw_ratio(dsn, keys, count // 2, 3 if args.quick else 5)
             report_search(places("search"), messages, repeats)
             report_clients(places("clients"), keys, scale_counts)
         finally:

@@ -59,8 +59,9 @@ MessageContent: TypeAlias = str | list[JSONObject] | None
 .. versionadded:: 0.1.0
 """
 
-ResetReason: TypeAlias = Literal["idle", "daily", "suspended"]
-"""Why a session was reset automatically.
+ResetReason: TypeAlias = Literal["idle", "daily", "suspended", "retention"]
+"""Why a session was reset automatically (``retention``: a retention pass deleted the key's
+live session, older than its age rule; see ``docs/retention.md``).
 
 .. versionadded:: 0.1.0
 """
@@ -75,6 +76,7 @@ EndReason: TypeAlias = Literal[
     "branched",
     "pruned",
     "key_merged",
+    "retention",
 ]
 """Why the library ends a session (``key_merged``: a key migration merged it into another key's
 history, see ``docs/key-migration.md``). Hosts may end sessions with reasons of their own, so
@@ -92,6 +94,7 @@ RotateReason: TypeAlias = Literal[
     "session_switch",
     "branched",
     "compression",
+    "retention",
 ]
 """Why a key's session id changed (``RotateEvent.reason``): first contact, an automatic reset,
 ``/new``, ``/resume``, ``/branch`` or compression.
@@ -514,6 +517,10 @@ class SessionEntry:
     last_prompt_tokens: int | None = attrs.field(default=None, validator=_optional_non_negative)
     previous_session_id: str | None = attrs.field(default=None, validator=_optional_session_id)
     """The session the key was pointed away from by its last reset, resume or branch."""
+    pending_reset: ResetReason | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(("retention",)))
+    )
+    """A reset done while the chat was silent (``retention``), told by the key's next lookup."""
     revision: int = attrs.field(default=0, validator=_non_negative)
 
 
@@ -587,7 +594,7 @@ class ResetDecision:
     """
 
     reason: ResetReason = attrs.field(
-        validator=attrs.validators.in_(("idle", "daily", "suspended"))
+        validator=attrs.validators.in_(("idle", "daily", "suspended", "retention"))
     )
     previous_session_id: str = attrs.field(validator=_session_id)
     notify: bool = attrs.field(validator=_bool)

@@ -372,11 +372,23 @@ class SessionSummary:
     record: SessionRecord
     preview: str | None
     """The first user message, on one line, at most 60 characters."""
+    expired: bool = False
+    """Open, but its key's reset policy has expired it: the chat's next message starts a new
+    session, and retention counts it as ended (set by :meth:`SessionStore.list_sessions`)."""
 
     @property
     def last_active(self) -> datetime:
         """When the session was last active."""
         return self.record.last_active
+
+    @property
+    def state(self) -> str:
+        """``archived``, the end reason, ``expired`` or ``open``: what listings show."""
+        if self.record.archived:
+            return "archived"
+        if self.record.end_reason is not None:
+            return self.record.end_reason
+        return "expired" if self.expired else "open"
 
 
 def _summaries(items: Iterable[SessionSummary]) -> tuple[SessionSummary, ...]:

@@ -167,6 +167,9 @@ def stored_message(
     :class:`~hermes_sessions.exceptions.CorruptRecordError` naming the row. ``data`` is consumed
     (it becomes the message's ``extra``). Backends that read input from outside the library
     (bundles, imports) use :func:`structure` instead. For library internals only.
+
+
+    .. versionadded:: 0.1.0
     """
     if type(data) is not dict:
         raise TypeError(f"a message must be a JSON object, got {type(data).__name__}")
@@ -213,6 +216,9 @@ def stored_messages(rows: Iterable[Sequence[Any]], session_id: str) -> list[Mess
     The read of a context window: each body is decoded by the JSON scanner directly (a stored
     body is one compact object). A damaged row raises ``ValueError`` or ``TypeError`` without
     saying which; backends then decode the rows one by one to name it. For library internals.
+
+
+    .. versionadded:: 0.1.0
     """
     scan = _SCAN
     out: list[Message] = []
@@ -369,6 +375,9 @@ def entry_body_values(data: object) -> SessionEntry:
     (``origin``, display name, flags, ...) in a JSON body; this checks such a body through the
     models' own validators, without building the converter (on the first turn of a process).
     Raises ``TypeError`` or ``ValueError`` on a body the library did not write.
+
+
+    .. versionadded:: 0.1.0
     """
     if type(data) is not dict:
         raise TypeError(f"an entry body must be a JSON object, got {type(data).__name__}")

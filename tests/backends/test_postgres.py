@@ -152,7 +152,11 @@ def test_open_backend_and_store_read_the_environment(tmp_path, monkeypatch):
     from hermes_sessions.models import SessionSource  # noqa: PLC0415
     from hermes_sessions.store import SessionStore  # noqa: PLC0415
 
-    monkeypatch.setenv("HERMES_SESSIONS_DSN", test_dsn() or "")
+    dsn = test_dsn()
+    assert dsn is not None
+    with psycopg.connect(dsn, autocommit=True) as connection:  # no pre-release schema migrates
+        connection.execute("DROP SCHEMA IF EXISTS hermes_sessions CASCADE")
+    monkeypatch.setenv("HERMES_SESSIONS_DSN", dsn)
     with open_backend("postgres") as backend:
         assert isinstance(backend, PostgresBackend)
         assert backend.schema == "hermes_sessions"

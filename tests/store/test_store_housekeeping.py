@@ -21,12 +21,13 @@ def user(text: str, **fields: object) -> Message:
 
 
 def test_prune_dry_run_then_real(store, clock):
-    """Prune reports without deleting by default, never touches live sessions, then deletes."""
+    """Prune reports without deleting by default, spares chats still talking, then deletes."""
     old = store.get_or_create(LIN)
     store.append(old.session_id, user("ancient history"))
     key = old.entry.session_key
     store.reset(key)
     clock.advance(days=40)
+    store.touch(key)  # the chat is talking again: its live session is recent
     live = store.get_or_create(EVE).session_id
     report = store.prune(timedelta(days=30))
     assert report.dry_run
@@ -48,6 +49,7 @@ def test_prune_orphans_children(store, clock):
     first = store.get_or_create(LIN)
     tip = store.compress(first.session_id, [user("summary")], holder="w")
     clock.advance(days=10)
+    store.touch(first.entry.session_key)
     store.prune(timedelta(days=1), dry_run=False)
     assert store.session(tip.id).parent_session_id is None
 

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from hermes_sessions import (
     Message,
+    ResetPolicies,
+    ResetPolicy,
     RetentionPolicy,
     RetentionReport,
     SessionNotFoundError,
@@ -23,10 +25,22 @@ from hermes_sessions import (
 from hermes_sessions.aio import AsyncSessionStore, _maintenance
 from hermes_sessions.backends.inmemory import InMemoryBackend
 from hermes_sessions.clock import FrozenClock
+from hermes_sessions.store import _retention
 
 LIN = SessionSource(platform="feishu", chat_id="ou_lin", user_id="ou_lin")
 EVE = SessionSource(platform="feishu", chat_id="ou_eve", user_id="ou_eve")
 TG = SessionSource(platform="telegram", chat_id="42", user_id="42")
+
+
+NEVER = ResetPolicies(ResetPolicy(mode="none"))
+"""Keys that never reset by themselves: their live sessions never expire."""
+
+
+@pytest.fixture
+def store(make_backend, clock):
+    """A store whose keys never reset by themselves (expiry has tests of its own below)."""
+    with SessionStore(make_backend(), clock=clock, resets=NEVER) as opened:
+        yield opened
 
 
 def user(text: str) -> Message:
@@ -198,18 +212,119 @@ def test_the_store_default_policy(make_backend, clock):
         store.close()
 
 
+# -- silent chats ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def resetting(make_backend, clock):
+    """A store with the default reset policy (idle 24 h, daily at 04:00)."""
+    with SessionStore(make_backend(), clock=clock) as opened:
+        yield opened
+
+
+def silent_chat(store: SessionStore, days: int) -> str:
+    """A chat that said one thing and then nothing for ``days``; its session id."""
+    lookup = store.get_or_create(LIN)
+    store.append(lookup.session_id, user("anyone there?"))
+    store.clock.advance(days=days)  # type: ignore[attr-defined]
+    return lookup.session_id
+
+
+def test_a_silent_chat_is_listed_expired(resetting, make_backend, clock):
+    """A session its key's policy expired is ``expired`` in listings; under ``none``, open."""
+    old = silent_chat(resetting, 200)
+    (item,) = resetting.list_sessions(limit=None).items
+    assert (item.record.id, item.expired, item.state) == (old, True, "expired")
+    with SessionStore(make_backend(), clock=clock, resets=NEVER) as never:
+        silent_chat(never, 200)
+        (item,) = never.list_sessions(limit=None).items
+        assert (item.expired, item.state) == (False, "open")
+
+
+def test_retention_rotates_off_a_silent_chat_and_the_lookup_says_why(resetting):
+    """``max_age`` takes a silent chat's live session; the next lookup says ``retention``.
+
+    The key moves to a new session in the plan that deletes the old one; the chat's next message
+    starts there.
+    """
+    old = silent_chat(resetting, 200)
+    key = resetting.key_for(LIN)
+    rotations = []
+    resetting.on_rotate(rotations.append)
+    policy = RetentionPolicy(max_age=timedelta(days=90))
+    assert resetting.maintain(policy, dry_run=True).session_ids == (old,)
+    report = resetting.maintain(policy)
+    assert report.session_ids == (old,)
+    assert not exists(resetting, old)
+    fresh = resetting.entry(key).session_id
+    assert resetting.session(fresh).message_count == 0
+    assert [(r.old_session_id, r.new_session_id, r.reason) for r in rotations] == [
+        (old, fresh, "retention")
+    ]
+    lookup = resetting.get_or_create(LIN)
+    assert lookup.created
+    assert lookup.session_id == fresh
+    assert lookup.reset is not None
+    assert (lookup.reset.reason, lookup.reset.previous_session_id) == ("retention", old)
+    resetting.append(lookup.session_id, user("back again"))
+    again = resetting.get_or_create(LIN)
+    assert (again.created, again.reset, again.session_id) == (False, None, fresh)
+    assert resetting.maintain(RetentionPolicy(max_age=timedelta(days=90))).removed == ()
+
+
+def test_prune_takes_a_silent_chat_too(resetting):
+    """``prune --older-than`` is the same age rule: a silent chat's session goes."""
+    old = silent_chat(resetting, 200)
+    assert resetting.prune(timedelta(days=90), dry_run=True).session_ids == (old,)
+    assert resetting.prune(timedelta(days=90), dry_run=False).session_ids == (old,)
+    assert resetting.get_or_create(LIN).reset.reason == "retention"
+
+
+def test_the_age_rule_applies_to_a_key_that_never_resets(store):
+    """Under ``none`` nothing expires, but the operator's age rule still takes old sessions."""
+    old = silent_chat(store, 200)
+    assert store.list_sessions(limit=None).items[0].state == "open"
+    assert store.maintain(RetentionPolicy(max_age=timedelta(days=90))).session_ids == (old,)
+    assert store.get_or_create(LIN).reset.reason == "retention"
+
+
+def test_a_silent_chat_under_active_work_is_spared_with_the_reason(make_backend, clock):
+    """A key under active work keeps its session, and the report says why."""
+    with SessionStore(make_backend(), clock=clock, active_work=lambda _key: True) as store:
+        old = silent_chat(store, 200)
+        report = store.maintain(RetentionPolicy(max_age=timedelta(days=90)))
+        assert report.removed == ()
+        assert report.spared_reasons == {old: "active_work"}
+        assert store.entry(store.key_for(LIN)).session_id == old
+
+
+def test_an_expired_session_counts_as_ended_for_the_size_rule(resetting, clock):
+    """The size rule takes an expired live session; a chat still talking keeps its own."""
+    old = silent_chat(resetting, 3)
+    talking = resetting.get_or_create(EVE).session_id
+    resetting.append(talking, user("still here"))
+    report = resetting.maintain(RetentionPolicy(max_store_bytes=0))
+    assert report.session_ids == (old,)
+    assert report.spared == ()  # an open session that has not expired is never a candidate
+    assert exists(resetting, talking)
+
+
 # -- the protections ---------------------------------------------------------------------------
 
 
-def test_a_session_a_key_points_to_is_never_removed(store, clock):
-    """An ended session a key still points to (a host ended it itself) stays, spared."""
+def test_a_live_session_is_spared_by_the_count_and_size_rules(store, clock):
+    """A key's session (here ended by the host itself) that has not expired stays.
+
+    The count and size rules spare it as ``live``.
+    """
     ids = history(store, LIN, 3)
     store.backend.end_session(ids[2], "host_closed", at=clock.now())
     clock.advance(days=30)
-    report = store.maintain(RetentionPolicy(max_age=timedelta(days=1), max_store_bytes=0))
+    report = store.maintain(RetentionPolicy(max_sessions_per_key=1, max_store_bytes=0))
     assert exists(store, ids[2])
     assert report.session_ids == (ids[0], ids[1])
     assert report.spared == (ids[2],)
+    assert report.spared_reasons == {ids[2]: "live"}
 
 
 def test_a_key_moved_onto_a_chosen_session_during_the_pass_keeps_it(store, clock):
@@ -308,10 +423,13 @@ def test_a_session_changed_and_left_again_before_the_delete_is_kept(store, clock
 def test_active_work_is_asked_again_before_the_delete(make_backend, clock, monkeypatch):
     """A key that became busy after its session was chosen (its lease taken) keeps it."""
     busy = {"lin": False}
-    store = SessionStore(make_backend(), clock=clock, active_work=lambda _key: busy["lin"])
+    store = SessionStore(
+        make_backend(), clock=clock, resets=NEVER, active_work=lambda _key: busy["lin"]
+    )
     try:
         ids = history(store, LIN, 2)
         clock.advance(days=10)
+        store.touch(store.key_for(LIN))  # the chat is active: only ids[0] is old
         kind = type(store.backend)
         acquire = kind.acquire_lease
 
@@ -325,13 +443,17 @@ def test_active_work_is_asked_again_before_the_delete(make_backend, clock, monke
         report = store.maintain(RetentionPolicy(max_age=timedelta(days=1)))
         assert report.removed == ()
         assert report.spared == (ids[0],)
+        assert report.spared_reasons == {ids[0]: "active_work"}
         assert exists(store, ids[0])
     finally:
         store.close()
 
 
 def test_a_resumed_and_a_suspended_key_keep_their_sessions(store, clock):
-    """A key resumed onto an old session, then suspended, keeps pointing at it; it stays."""
+    """A key resumed onto an old session, then suspended, keeps pointing at it; it stays.
+
+    Its next message ends it ``suspended``, kept for a ``/resume``.
+    """
     ids = history(store, LIN, 3)
     key = store.key_for(LIN)
     store.resume(key, ids[0])
@@ -340,6 +462,7 @@ def test_a_resumed_and_a_suspended_key_keep_their_sessions(store, clock):
     report = store.maintain(RetentionPolicy(max_age=timedelta(days=1), max_store_bytes=0))
     assert exists(store, ids[0])
     assert set(report.session_ids) == {ids[1], ids[2]}
+    assert report.spared_reasons == {ids[0]: "suspended"}
 
 
 def test_sessions_ended_suspended_are_kept(store, clock):
@@ -351,6 +474,7 @@ def test_sessions_ended_suspended_are_kept(store, clock):
     assert second != first
     assert store.session(first).end_reason == "suspended"
     clock.advance(days=30)
+    store.touch(store.key_for(LIN))
     report = store.maintain(RetentionPolicy(max_age=timedelta(days=1), max_sessions_per_key=1))
     assert report.removed == ()
     assert report.spared == (first,)
@@ -360,9 +484,12 @@ def test_sessions_ended_suspended_are_kept(store, clock):
 def test_sessions_of_keys_under_active_work_are_kept(make_backend, clock):
     """The store's ``active_work`` callback (and ``busy``) protect every session of a key."""
     busy = {"lin": False}
-    store = SessionStore(make_backend(), clock=clock, active_work=lambda _key: busy["lin"])
+    store = SessionStore(
+        make_backend(), clock=clock, resets=NEVER, active_work=lambda _key: busy["lin"]
+    )
     try:
         ids = history(store, LIN, 3)
+        store.touch(store.key_for(LIN))
         policy = RetentionPolicy(max_sessions_per_key=1)
         busy["lin"] = True
         assert store.maintain(policy).removed == ()
@@ -378,6 +505,7 @@ def test_sessions_of_keys_under_active_work_are_kept(make_backend, clock):
 def test_a_session_under_a_compression_lease_is_kept(store, clock):
     """Someone holding a session's compression lease keeps it; the pass leaves no lease behind."""
     ids = history(store, LIN, 2)
+    store.touch(store.key_for(LIN))
     policy = RetentionPolicy(max_age=timedelta(hours=1))
     with store.compression_lease(ids[0], "summariser"):
         report = store.maintain(policy)
@@ -394,6 +522,7 @@ def test_children_of_a_removed_session_are_orphaned(store, clock):
     first = store.get_or_create(LIN)
     tip = store.compress(first.session_id, [user("summary")], holder="w")
     clock.advance(days=10)
+    store.touch(store.key_for(LIN))
     report = store.maintain(RetentionPolicy(max_age=timedelta(days=1)))
     assert report.session_ids == (first.session_id,)
     assert store.session(tip.id).parent_session_id is None
@@ -469,6 +598,7 @@ def test_the_schedule_runs_passes_and_stops_on_close(store, clock, monkeypatch):
         with pytest.raises(RuntimeError, match="already"):
             astore.start_maintenance(timedelta(hours=1), RetentionPolicy())
         clock.advance(days=2)
+        store.touch(store.key_for(LIN))
         gate.release.set()
         await gate.step()
         await astore.aclose()
@@ -571,25 +701,46 @@ def test_maintain_keeps_protected_sessions_and_meets_the_policy(actions, policy)
     """After a pass no protected session is gone; what remains fits unless only protected stay."""
     store = build(actions)
     records = [i.record for i in store.list_sessions(limit=None, include_compressed=True).items]
-    pointed = {e.session_id for e in store.backend.entries()}
-    protected = {
-        r.id
-        for r in records
-        if r.id in pointed or r.ended_at is None or r.end_reason == "suspended"
-    }
+    pointing: dict[str, list] = {}
+    for entry in store.backend.entries():
+        pointing.setdefault(entry.session_id, []).append(entry)
+    now = store.clock.now()
+    cutoff = None if policy.max_age is None else now - policy.max_age
+    lifecycle = _retention.lifecycle_of(store)
+    expired = {s for s, entries in pointing.items() if lifecycle.expired(entries[0], now)}
+
+    def activity(record):
+        return max([record.last_active, *(e.updated_at for e in pointing.get(record.id, []))])
+
+    def kept(record) -> bool:  # suspended, shared, or a live session neither expired nor old
+        entries = pointing.get(record.id, [])
+        fresh = record.id not in expired and (cutoff is None or activity(record) >= cutoff)
+        return (
+            record.end_reason == "suspended"
+            or any(e.suspended for e in entries)
+            or len(entries) > 1
+            or (bool(entries) and fresh)
+            or (record.ended_at is None and not entries and fresh)
+        )
+
+    protected = {r.id for r in records if kept(r)}
     report = store.maintain(policy)
     assert not set(report.session_ids) & protected
     left = [i.record for i in store.list_sessions(limit=None, include_compressed=True).items]
-    assert {r.id for r in left} == {r.id for r in records} - set(report.session_ids)
+    for entry in store.backend.entries():  # every key on a session that exists
+        assert entry.session_id in {r.id for r in left}
+    fresh_starts = {r.id for r in left} - {r.id for r in records}  # keys moved off by retention
+    assert all(store.session(i).message_count == 0 for i in fresh_starts)
+    protected |= fresh_starts
+    assert {r.id for r in left} - fresh_starts == {r.id for r in records} - set(report.session_ids)
     removable = [r for r in left if r.id not in protected]
-    now = store.clock.now()
-    if policy.max_age is not None:
-        assert all(r.last_active >= now - policy.max_age for r in removable)
+    if cutoff is not None:
+        assert all(activity(r) >= cutoff for r in removable)
     if policy.max_sessions_per_key is not None:
         for key in {r.session_key for r in left}:
             mine = [r for r in left if r.session_key == key]
             if len(mine) > policy.max_sessions_per_key:
-                assert all(r.id in protected for r in mine)
+                assert all(r.id in protected or r.id in pointing for r in mine)
     if policy.max_store_bytes is not None:
         assert report.store_bytes is not None
         assert report.store_bytes <= policy.max_store_bytes or not removable

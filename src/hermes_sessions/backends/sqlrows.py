@@ -172,6 +172,7 @@ _ENTRY_BODY_FIELDS: Final = (
     "resume_pending",
     "resume_reason",
     "previous_session_id",
+    "pending_reset",
 )
 
 

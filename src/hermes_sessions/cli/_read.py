@@ -106,7 +106,13 @@ def cmd_list(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
     items = store.list_sessions(query, include_compressed=args.all).items
     zone = parse_zone(args.tz)
     if args.json:
-        emit(out, [{**serde.unstructure(i.record), "preview": i.preview} for i in items])
+        emit(
+            out,
+            [
+                {**serde.unstructure(i.record), "preview": i.preview, "state": i.state}
+                for i in items
+            ],
+        )
         return 0
     if not items:
         out.write("no sessions match (`--all` includes ended and archived ones)\n")
@@ -117,7 +123,7 @@ def cmd_list(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
             i.record.source,
             str(i.record.message_count),
             _when(i.record.last_active, zone),
-            ("archived" if i.record.archived else i.record.end_reason or "open"),
+            i.state,
             _title_cell(i.record.title, i.preview),
         ]
         for i in items

@@ -20,7 +20,7 @@ from hermes_sessions.exceptions import (
     SessionNotFoundError,
     TitleConflictError,
 )
-from hermes_sessions.models import stamped
+from hermes_sessions.models import ResetDecision, stamped
 from hermes_sessions.protocols import EntryWrite, RotationPlan
 from hermes_sessions.store import _incognito, _rotations, _state, _titles, _views
 from hermes_sessions.store._rotations import SessionLookup
@@ -29,14 +29,15 @@ from hermes_sessions.titles import sanitize_title
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from datetime import datetime
 
     from hermes_sessions.models import (
         Message,
-        ResetDecision,
         SessionEntry,
         SessionRecord,
         SessionSource,
     )
+    from hermes_sessions.policy import ResetPolicy
     from hermes_sessions.protocols import Backend
     from hermes_sessions.state import SessionState
     from hermes_sessions.store._session_store import SessionStore
@@ -181,6 +182,8 @@ def get_or_create(
             if copy is not None:  # checked before the policy: a redelivery rotates nothing
                 return _unchanged(store, source, entry, state, redelivered=copy)
         policy = _rotations.policy_for(store.resets, entry, source)
+        if entry.pending_reset is not None and not force_new:
+            return _reset_while_silent(store, source, entry, policy, now)
         reason = _rotations.expiry(policy, entry, now, store.active_work)
         if reason is None and not force_new:
             return _unchanged(store, source, entry, state)
@@ -191,6 +194,30 @@ def get_or_create(
         return _lookup(store, source, rotated, created=True, reset=decision)
 
     return _rotations.retrying(key, attempt)
+
+
+def _reset_while_silent(
+    store: SessionStore,
+    source: SessionSource,
+    entry: SessionEntry,
+    policy: ResetPolicy,
+    now: datetime,
+) -> SessionLookup:
+    """The first lookup after a reset made while the chat was silent (retention): say so once.
+
+    The key already points at its new, empty session; the flag is cleared (compare-and-swap,
+    so of racing lookups exactly one reports the reset) and activity recorded.
+    """
+    assert entry.pending_reset is not None  # noqa: S101  # the caller checked
+    assert entry.previous_session_id is not None  # noqa: S101  # set with the flag
+    cleared = attrs.evolve(entry, pending_reset=None, updated_at=max(now, entry.updated_at))
+    written = store.backend.put_entry(cleared, expected_revision=entry.revision)
+    decision = ResetDecision(
+        reason=entry.pending_reset,
+        previous_session_id=entry.previous_session_id,
+        notify=policy.notifies(source.platform),
+    )
+    return _lookup(store, source, written, created=True, reset=decision)
 
 
 def _unchanged(

@@ -17,7 +17,7 @@ from hermes_sessions.models import SessionEntry, SessionRecord, SessionSource
 from hermes_sessions.protocols import SupportsScrub, SupportsUserKeys
 from hermes_sessions.queries import SessionQuery
 from hermes_sessions.state import DELETE, StateScope
-from hermes_sessions.store._retention import RetentionPolicy, busy_keys, enforce
+from hermes_sessions.store._retention import RetentionPolicy, busy_keys, enforce, lifecycle_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -179,6 +179,7 @@ def prune(
         busy=busy_keys(store, busy),
         cutoff=cutoff,
         lease_ttl=store.lease_ttl,
+        lifecycle=lifecycle_of(store),
     )
     return PruneReport(
         dry_run=dry_run,

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PER_TERM", "natural_search"]
 
-PER_TERM: Final = 400
+PER_TERM: Final = 100
 """The most hits read per term before the term is looked up inside the best candidates only."""
 _RECHECK: Final = 50
 _EXACT_PROBE: Final = 50
@@ -47,22 +47,26 @@ class _Gathered:
     records: dict[str, SessionRecord] = attrs.Factory(dict)
     messages: dict[tuple[str, int], Message] = attrs.Factory(dict)
     counts: dict[str, dict[int, dict[int, int]]] = attrs.Factory(dict)
-    texts: dict[tuple[str, int], tuple[list[str], str]] = attrs.Factory(dict)
+    words: dict[tuple[str, int], list[str]] = attrs.Factory(dict)
+    joined: dict[tuple[str, int], str] = attrs.Factory(dict)
 
-    def words_of(self, hit: SearchHit) -> tuple[list[str], str]:
+    def count(self, term: text.NaturalTerm, hit: SearchHit) -> int:
+        """The term's occurrences in the hit's message (its text read once per search)."""
         key = (hit.session.id, hit.message.id or 0)
-        found = self.texts.get(key)
-        if found is None:
-            folded = text.fold_width(text.searchable_text(hit.message))
-            words = [t.text for t in text.tokenize(folded) if t.kind == "word"]
-            found = (words, "".join(folded.split()).casefold())
-            self.texts[key] = found
-        return found
+        if term.kind == "cjk":
+            joined = self.joined.get(key)
+            if joined is None:
+                folded = text.fold_width(text.searchable_text(hit.message))
+                joined = self.joined[key] = "".join(folded.split()).casefold()
+            return text.term_count(term, (), joined)
+        words = self.words.get(key)
+        if words is None:  # CJK bigrams among the tokens never meet an English word
+            words = self.words[key] = text.index_tokens(text.searchable_text(hit.message))
+        return text.term_count(term, words, "")
 
     def add(self, index: int, term: text.NaturalTerm, hits: list[SearchHit]) -> None:
         for hit in hits:
-            words, joined = self.words_of(hit)
-            occurrences = text.term_count(term, words, joined)
+            occurrences = self.count(term, hit)
             if not occurrences:
                 continue
             session_id, message_id = hit.session.id, hit.message.id or 0

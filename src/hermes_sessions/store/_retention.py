@@ -26,6 +26,7 @@ deletes nothing (it takes and releases the leases, to report exactly what a real
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
@@ -33,15 +34,20 @@ import attrs
 
 from hermes_sessions import serde
 from hermes_sessions.exceptions import ConflictError, InvalidArgumentError, SessionNotFoundError
+from hermes_sessions.keys import KeyPolicy
+from hermes_sessions.policy import ResetPolicies, evaluate_reset
 from hermes_sessions.protocols import RotationPlan
 from hermes_sessions.queries import SessionQuery
+from hermes_sessions.store import _rotations
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
     from datetime import datetime
 
-    from hermes_sessions.models import Message, SessionRecord
+    from hermes_sessions.models import Message, SessionEntry, SessionRecord
+    from hermes_sessions.policy import ResetPolicy
     from hermes_sessions.protocols import Backend
+    from hermes_sessions.queries import SessionPage
     from hermes_sessions.store._session_store import SessionStore
 
 __all__ = [
@@ -140,6 +146,11 @@ class RetentionReport:
     """Estimated bytes freed: the JSON encoding of the removed records and messages."""
     spared: tuple[str, ...] = ()
     """Sessions a rule would have removed but that are protected (see ``docs/retention.md``)."""
+    spared_reasons: dict[str, str] = attrs.field(factory=dict)
+    """Why each of ``spared`` stayed: ``suspended``, ``live`` (a key's live session, not expired,
+    under a count or size rule), ``shared`` (several keys point at it), ``active_work``,
+    ``lease`` (someone holds its compression lease) or ``changed`` (resumed, written to or its
+    key moved between the choice and the delete)."""
     store_bytes: int | None = None
     """Estimated size of what remains, when the policy has ``max_store_bytes``."""
 
@@ -163,7 +174,7 @@ def _oldest_first(records: Iterable[SessionRecord]) -> list[SessionRecord]:
 
 
 class _Pass:
-    """The state of one pass: what it chose, what it spared, the leases it holds."""
+    """The state of one pass: what it chose, what it spared and why, the leases it holds."""
 
     def __init__(
         self,
@@ -172,17 +183,26 @@ class _Pass:
         *,
         now: datetime,
         busy: Callable[[str], bool],
-        pointed: set[str],
         lease_ttl: timedelta,
+        lifecycle: Lifecycle,
     ) -> None:
         self.backend = backend
         self.policy = policy
         self.now = now
         self.busy = busy
-        self.pointed = pointed
         self.lease_ttl = lease_ttl
+        self.lifecycle = lifecycle
+        self.pointing: dict[str, list[SessionEntry]] = {}
+        for entry in backend.entries():
+            self.pointing.setdefault(entry.session_id, []).append(entry)
+        self.expired = {
+            entry.session_id
+            for entries in self.pointing.values()
+            for entry in entries
+            if lifecycle.expired(entry, now)
+        }
         self.doomed: dict[str, RetentionRule] = {}
-        self.spared: dict[str, None] = {}
+        self.spared: dict[str, str] = {}
         self.leased: list[str] = []
         self.weights: dict[str, tuple[int, int]] = {}
 
@@ -194,48 +214,120 @@ class _Pass:
             self.weights[record.id] = (len(transcript), size)
         return self.weights[record.id]
 
-    def removable(self, record: SessionRecord) -> bool:
-        """Whether a rule may weigh ``record``: ended, not chosen yet, of the policy's sources."""
+    def activity(self, record: SessionRecord) -> datetime:
+        """A session's last activity: its newest message, or its keys' later activity."""
+        return max([record.last_active, *(e.updated_at for e in self.pointing.get(record.id, []))])
+
+    def removable(self, record: SessionRecord, rule: RetentionRule) -> bool:
+        """Whether ``rule`` may weigh ``record`` (not chosen yet, of the policy's sources).
+
+        It must have ended or expired (the age rule: any state), and never be the empty session
+        an earlier pass left a key with (its next message will use it).
+        """
         sources = self.policy.sources
-        return (
-            record.ended_at is not None
-            and record.id not in self.doomed
-            and (sources is None or record.source in sources)
-        )
+        if record.id in self.doomed or (sources is not None and record.source not in sources):
+            return False
+        entries = self.pointing.get(record.id, [])
+        if record.message_count == 0 and any(e.pending_reset for e in entries):
+            return False
+        return rule == "max_age" or record.ended_at is not None or record.id in self.expired
+
+    def replacement(self, record: SessionRecord) -> int:
+        """Bytes of the empty session a key moved off ``record`` gets.
+
+        Estimated from above by ``record``'s own record, which has every field the new one has.
+        """
+        return _size(record) if record.id in self.pointing else 0
+
+    def spare(self, record: SessionRecord, why: str) -> bool:
+        """Keep ``record``, saying why (the first reason stays)."""
+        self.spared.setdefault(record.id, why)
+        return False
 
     def take(self, record: SessionRecord, rule: RetentionRule) -> bool:
         """Remove ``record`` by ``rule`` unless it is protected; whether it was taken."""
-        if (
-            record.id in self.pointed
-            or record.end_reason == "suspended"
-            or (record.session_key is not None and self.busy(record.session_key))
-            or not self.backend.acquire_lease(
-                f"compress:{record.id}", HOLDER, ttl=self.lease_ttl, now=self.now
-            )
-        ):
-            self.spared[record.id] = None
-            return False
+        entries = self.pointing.get(record.id, [])
+        keys = {e.session_key for e in entries} | {record.session_key} - {None}
+        if record.end_reason == "suspended" or any(e.suspended for e in entries):
+            return self.spare(record, "suspended")
+        if entries and rule != "max_age" and record.id not in self.expired:
+            return self.spare(record, "live")
+        if len(entries) > 1:
+            return self.spare(record, "shared")
+        if any(self.busy(key) for key in keys if key is not None):
+            return self.spare(record, "active_work")
+        lease = f"compress:{record.id}"
+        if not self.backend.acquire_lease(lease, HOLDER, ttl=self.lease_ttl, now=self.now):
+            return self.spare(record, "lease")
         self.leased.append(record.id)
         self.doomed[record.id] = rule
         return True
 
     def drop(self, record: SessionRecord) -> bool | None:
-        """Delete a chosen session if it is still unreferenced and unchanged.
+        """Delete a chosen session if it is still as chosen; a key on it is moved off first.
 
         The key's active work is asked again just before; the rest is checked by the backend in
         the transaction that deletes (:attr:`RotationPlan.drop`): no key points at the session
-        and its revision is the one read when it was chosen. Returns whether it was deleted,
-        or ``None`` when another pass deleted it meanwhile.
+        (but the one the same plan moves to a new session) and its revision is the one read
+        when it was chosen. Returns whether it was deleted, or ``None`` when another pass
+        deleted it meanwhile.
         """
-        if record.session_key is not None and self.busy(record.session_key):
-            return False
+        entries = self.pointing.get(record.id, [])
+        keys = {e.session_key for e in entries} | {record.session_key} - {None}
+        if any(self.busy(key) for key in keys if key is not None):
+            return self.spare(record, "active_work")
         try:
-            self.backend.apply(RotationPlan(at=self.now, drop=[(record.id, record.revision)]))
+            if entries:
+                self.lifecycle.retire(entries[0], record, self.now)
+            else:
+                self.backend.apply(RotationPlan(at=self.now, drop=[(record.id, record.revision)]))
         except ConflictError:  # a resume, a message or a state change got there first
-            return False
+            return self.spare(record, "changed")
         except SessionNotFoundError:
             return None
         return True
+
+
+@attrs.frozen
+class Lifecycle:
+    """What a pass needs of the store to judge and move keys: its policies and rotation."""
+
+    rotate: Callable[[RotationPlan, str], object]
+    """Applies a plan moving a key off a session (the store's tells its ``on_rotate``)."""
+    keys: KeyPolicy = attrs.field(factory=KeyPolicy)
+    resets: ResetPolicies = attrs.field(factory=ResetPolicies)
+
+    def policy(self, entry: SessionEntry) -> ResetPolicy:
+        """The reset policy of ``entry``'s key."""
+        origin = entry.origin
+        platform = entry.platform or (origin.platform if origin is not None else "")
+        chat_type = entry.chat_type or (origin.chat_type if origin is not None else None)
+        return self.resets.for_source(platform, chat_type or "")
+
+    def expired(self, entry: SessionEntry, now: datetime) -> bool:
+        """Whether ``entry``'s policy has expired its session: a pure function of both."""
+        if entry.pending_reset is not None:
+            return False
+        return (
+            evaluate_reset(self.policy(entry), last_activity=entry.updated_at, now=now) is not None
+        )
+
+    def retire(self, entry: SessionEntry, record: SessionRecord, now: datetime) -> None:
+        """Move ``entry``'s key to a new, empty session and delete ``record``, in one plan.
+
+        The old session ends ``retention``; the key's next lookup says so
+        (``SessionLookup.reset.reason == "retention"``) and uses the new session.
+        """
+        source = entry.origin or _rotations.source_of(record)
+        plan = _rotations.new_session_plan(self.keys, entry, source, now, "retention", title=None)
+        (write,) = plan.entries
+        flagged = attrs.evolve(write.entry, pending_reset="retention")
+        plan = attrs.evolve(
+            plan,
+            entries=[attrs.evolve(write, entry=flagged)],
+            drop=[(record.id, record.revision)],
+        )
+        self.rotate(plan, entry.session_id)
 
 
 def enforce(
@@ -247,11 +339,19 @@ def enforce(
     busy: Callable[[str], bool] | None = None,
     cutoff: datetime | None = None,
     lease_ttl: timedelta = timedelta(minutes=10),
+    lifecycle: Lifecycle | None = None,
 ) -> RetentionReport:
-    """Apply ``policy`` (``cutoff`` overrides ``now - max_age``); see the module docstring."""
+    """Apply ``policy`` (``cutoff`` overrides ``now - max_age``); see the module docstring.
+
+    ``lifecycle`` gives the store's policies and rotation (default: the default policies, the
+    backend's ``apply``).
+    """
     records = [item.record for item in backend.list_sessions(SessionQuery(limit=None)).items]
-    pointed = {e.session_id for e in backend.entries()}
-    run = _Pass(backend, policy, now=now, busy=busy or _idle, pointed=pointed, lease_ttl=lease_ttl)
+    if lifecycle is None:
+        lifecycle = Lifecycle(rotate=lambda plan, _old: backend.apply(plan))
+    run = _Pass(
+        backend, policy, now=now, busy=busy or _idle, lease_ttl=lease_ttl, lifecycle=lifecycle
+    )
     try:
         _choose(run, records, cutoff)
         for record in records:  # measured before anything goes
@@ -260,16 +360,15 @@ def enforce(
         if not dry_run:
             by_id = {record.id: record for record in records}
             for session_id in list(run.doomed):
-                gone = run.drop(by_id[session_id])
-                if gone is not True:
+                if run.drop(by_id[session_id]) is not True:
                     del run.doomed[session_id]
-                    if gone is False:
-                        run.spared[session_id] = None
         removed = tuple(RetentionRemoval(i, rule) for i, rule in run.doomed.items())
         weights = [run.weigh(r) for r in records if r.id in run.doomed]
         remaining = None
         if policy.max_store_bytes is not None:
-            remaining = sum(run.weigh(r)[1] for r in records if r.id not in run.doomed)
+            remaining = sum(
+                run.weigh(r)[1] if r.id not in run.doomed else run.replacement(r) for r in records
+            )
     finally:
         for session_id in run.leased:
             backend.release_lease(f"compress:{session_id}", HOLDER)
@@ -279,6 +378,7 @@ def enforce(
         messages=sum(w[0] for w in weights),
         bytes=sum(w[1] for w in weights),
         spared=tuple(i for i in run.spared if i not in run.doomed),
+        spared_reasons={i: why for i, why in run.spared.items() if i not in run.doomed},
         store_bytes=remaining,
     )
 
@@ -289,7 +389,7 @@ def _choose(run: _Pass, records: list[SessionRecord], cutoff: datetime | None) -
         cutoff = run.now - policy.max_age
     if cutoff is not None:
         for record in _oldest_first(records):
-            if run.removable(record) and record.last_active < cutoff:
+            if run.removable(record, "max_age") and run.activity(record) < cutoff:
                 run.take(record, "max_age")
     if policy.max_sessions_per_key is not None:
         _per_key(run, records, policy.max_sessions_per_key)
@@ -307,17 +407,21 @@ def _per_key(run: _Pass, records: list[SessionRecord], limit: int) -> None:
         for record in _oldest_first(group):
             if excess <= 0:
                 break
-            if run.removable(record) and run.take(record, "max_sessions_per_key"):
+            if record.id in run.pointing:  # moving the key off would leave as many sessions
+                continue
+            if run.removable(record, "max_sessions_per_key") and run.take(
+                record, "max_sessions_per_key"
+            ):
                 excess -= 1
 
 
 def _by_size(run: _Pass, records: list[SessionRecord], limit: int) -> None:
-    total = sum(run.weigh(r)[1] for r in records if r.id not in run.doomed)
+    total = sum(run.weigh(r)[1] if r.id not in run.doomed else run.replacement(r) for r in records)
     for record in _oldest_first(records):
         if total <= limit:
             break
-        if run.removable(record) and run.take(record, "max_store_bytes"):
-            total -= run.weigh(record)[1]
+        if run.removable(record, "max_store_bytes") and run.take(record, "max_store_bytes"):
+            total -= run.weigh(record)[1] - run.replacement(record)
 
 
 def maintain(
@@ -340,7 +444,30 @@ def maintain(
         dry_run=dry_run,
         busy=busy_keys(store, busy),
         lease_ttl=store.lease_ttl,
+        lifecycle=lifecycle_of(store),
     )
+
+
+def lifecycle_of(store: SessionStore) -> Lifecycle:
+    """The store's policies, and its rotation (which tells its ``on_rotate`` callbacks)."""
+    return Lifecycle(
+        rotate=lambda plan, old: store._rotate_one(plan, old, "retention"),  # noqa: SLF001
+        keys=store.keys,
+        resets=store.resets,
+    )
+
+
+def mark_expired(store: SessionStore, page: SessionPage) -> SessionPage:
+    """``page`` with each open session its key's policy has expired marked ``expired``."""
+    lifecycle, now = lifecycle_of(store), store.clock.now()
+    items = []
+    for item in page.items:
+        if item.record.end_reason is None and item.record.session_key is not None:
+            entry = store.backend.get_entry(item.record.session_key)
+            if entry is not None and entry.session_id == item.record.id:
+                item = attrs.evolve(item, expired=lifecycle.expired(entry, now))  # noqa: PLW2901
+        items.append(item)
+    return attrs.evolve(page, items=items)
 
 
 def busy_keys(

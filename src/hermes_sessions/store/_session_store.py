@@ -505,10 +505,12 @@ class SessionStore(Searches, ClosesOnExit, LedgerMode):
 
         Pass a ``SessionQuery`` or its fields as keywords. A compressed conversation shows as
         its newest descendant: sessions ended by compression are left out unless
-        ``include_compressed``.
+        ``include_compressed``. An open session whose key's reset policy has expired it is
+        marked ``expired`` (:attr:`SessionSummary.state`).
         """
         query = query if query is not None else SessionQuery(**filters)
-        return _views.list_sessions(self.backend, query, include_compressed=include_compressed)
+        page = _views.list_sessions(self.backend, query, include_compressed=include_compressed)
+        return _retention.mark_expired(self, page)
 
     def lineage(self, session_id: str) -> Lineage:
         """The session's family: its ancestors and all their descendants, root first."""

@@ -141,6 +141,7 @@ class RoutingContract(ContractBase):
             resume_reason="restart",
             last_prompt_tokens=1234,
             updated_at=minutes(2),
+            pending_reset="retention",
         )
         stored = backend.put_entry(entry, expected_revision=None)
         assert stored == evolve(entry, revision=1)

@@ -40,7 +40,6 @@ from hermes_sessions.backends.postgres._search import search as run_search
 from hermes_sessions.backends.reindexing import check_batch_size, run_reindex
 from hermes_sessions.backends.rules import (
     apply_update,
-    check_ledger_write,
     check_message_sizes,
     check_session_revision,
     check_state_target,
@@ -59,7 +58,6 @@ if TYPE_CHECKING:
     import psycopg
 
     from hermes_sessions.checks import CheckReport
-    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
     from hermes_sessions.protocols import ReindexProgress, RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionPage, SessionQuery
@@ -102,6 +100,8 @@ class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
     ``MessageTooLargeError``; ``None``: no limit. 16 MiB by default, as on every backend."""
     migrations_applied: int = attrs.field(default=0, init=False)
     """How many migrations opening this backend applied (0 when another host already had)."""
+    ledger_rows = ledger_sql.ledger_rows  # SupportsLedger: the turn ledger
+    ledger_write = ledger_sql.ledger_write
     # Whether the message_text rows are known to hold the current token stream (stays true).
     _tokens_current: bool = attrs.field(default=True, init=False)
 
@@ -351,46 +351,6 @@ class PostgresBackend(MemoryRows, Connections, ClosesOnExit):
                 self.q(f"UPDATE {{s}}.sessions SET {', '.join(assignments)} WHERE id = %s"),
                 [*amounts.values(), *values.values(), session_id],
             )
-
-    @guarded
-    def ledger_rows(
-        self,
-        kind: LedgerKind,
-        *,
-        ids: Sequence[str] | None = None,
-        status: str | None = None,
-        session_key: str | None = None,
-    ) -> list[LedgerRow]:
-        """The stored rows of ``kind`` passing the filters, by ``(updated_at, id)``."""
-        wanted = None if ids is None else list(dict.fromkeys(ids))
-        return self._run(
-            lambda c: ledger_sql.rows(self, c, kind, wanted, status, session_key), write=False
-        )
-
-    @guarded
-    def ledger_write(
-        self,
-        session_id: str,
-        rows: Sequence[LedgerRow],
-        *,
-        messages: Sequence[Message] = (),
-        touch_at: datetime | None = None,
-        usage: Usage | None = None,
-    ) -> AppendResult:
-        """Append ``messages`` and write ``rows`` in one transaction (versions checked)."""
-        check_message_sizes(messages, self.max_message_bytes)
-        check_ledger_write(session_id, rows, len(messages))
-
-        def work(connection: psycopg.Connection[Any]) -> AppendResult:
-            result = writes.append(self, connection, session_id, messages, touch_at=touch_at)
-            if result.duplicate:
-                return result
-            if usage is not None:
-                self._update(connection, session_id, usage.values(), usage.increments())
-            ledger_sql.write(self, connection, rows, result)
-            return result
-
-        return self._run(work)
 
     @guarded
     def get_messages(

@@ -11,21 +11,32 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from hermes_sessions.backends.postgres import _messages as writes
+from hermes_sessions.backends.postgres._pool import guarded
 from hermes_sessions.backends.postgres._rows import dec, enc
-from hermes_sessions.backends.rules import written_ledger_rows
+from hermes_sessions.backends.rules import (
+    check_ledger_write,
+    check_message_sizes,
+    written_ledger_rows,
+)
 from hermes_sessions.exceptions import CorruptRecordError, LedgerConflictError
 from hermes_sessions.ledger import LedgerRow
 from hermes_sessions.serde import compact_json
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from datetime import datetime
 
     import psycopg
 
+    from hermes_sessions.backends.postgres._backend import PostgresBackend
     from hermes_sessions.backends.postgres._pool import Connections
+    from hermes_sessions.ledger import LedgerKind
+    from hermes_sessions.models import Message
     from hermes_sessions.results import AppendResult
+    from hermes_sessions.usage import Usage
 
-__all__ = ["forget", "rows", "write"]
+__all__ = ["forget", "ledger_rows", "ledger_write", "select", "store"]
 
 _COLUMNS = "kind, id, session_id, session_key, status, updated_at, data, version"
 
@@ -46,7 +57,7 @@ def _row(values: Sequence[Any]) -> LedgerRow:
         raise CorruptRecordError(f"ledger row {values[1]!r}: {error}") from error
 
 
-def rows(  # noqa: PLR0917  # the filters of ledger_rows, passed through
+def select(  # noqa: PLR0917  # the filters of ledger_rows, passed through
     pool: Connections,
     connection: psycopg.Connection[Any],
     kind: str,
@@ -74,7 +85,7 @@ def rows(  # noqa: PLR0917  # the filters of ledger_rows, passed through
     return [_row(values) for values in connection.execute(query, params).fetchall()]
 
 
-def write(
+def store(
     pool: Connections,
     connection: psycopg.Connection[Any],
     written: Sequence[LedgerRow],
@@ -123,3 +134,46 @@ def write(
 def forget(pool: Connections, connection: psycopg.Connection[Any], session_id: str) -> None:
     """Delete a session's rows (with the session)."""
     connection.execute(pool.q("DELETE FROM {s}.ledger WHERE session_id = %s"), (enc(session_id),))
+
+
+@guarded
+def ledger_rows(
+    backend: PostgresBackend,
+    kind: LedgerKind,
+    *,
+    ids: Sequence[str] | None = None,
+    status: str | None = None,
+    session_key: str | None = None,
+) -> list[LedgerRow]:
+    """``PostgresBackend.ledger_rows``: the rows of ``kind`` passing the filters, in one read."""
+    wanted = None if ids is None else list(dict.fromkeys(ids))
+    return backend._run(  # noqa: SLF001  # the backend's own transaction runner
+        lambda c: select(backend, c, kind, wanted, status, session_key), write=False
+    )
+
+
+@guarded
+def ledger_write(
+    backend: PostgresBackend,
+    session_id: str,
+    rows: Sequence[LedgerRow],
+    *,
+    messages: Sequence[Message] = (),
+    touch_at: datetime | None = None,
+    usage: Usage | None = None,
+) -> AppendResult:
+    """``PostgresBackend.ledger_write``: the messages and rows in one transaction."""
+    check_message_sizes(messages, backend.max_message_bytes)
+    check_ledger_write(session_id, rows, len(messages))
+
+    def work(connection: psycopg.Connection[Any]) -> AppendResult:
+        result = writes.append(backend, connection, session_id, messages, touch_at=touch_at)
+        if result.duplicate:
+            return result
+        if usage is not None:
+            amounts = (usage.values(), usage.increments())
+            backend._update(connection, session_id, *amounts)  # noqa: SLF001  # its own
+        store(backend, connection, rows, result)
+        return result
+
+    return backend._run(work)  # noqa: SLF001  # the backend's own transaction runner
