@@ -279,7 +279,7 @@ class AsyncSessionStore(AsyncSearches):
     async def _keyed(
         self, key: str, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs
     ) -> R:
-        async with self._keys.hold(key):
+        async with self._keys.hold(key, operation=True):
             return await self._writes.run(function, *args, **kwargs)
 
     # -- key operations (serialised per key) -------------------------------------------------------
