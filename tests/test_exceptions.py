@@ -40,6 +40,7 @@ from hermes_sessions.exceptions import (
     StateTooLargeError,
     StorageError,
     TitleConflictError,
+    TurnDeadlockError,
     UnknownMemoryTargetError,
 )
 
@@ -108,6 +109,7 @@ INSTANCES = [
     (ConflictError(session_id="20260101_000000_abcdef12"), RuntimeError),
     (BackendClosedError(), RuntimeError),
     (LeaseHeldError("compress:s1", "worker-2"), RuntimeError),
+    (TurnDeadlockError("agent:main:telegram:dm:8", ["agent:main:telegram:dm:7"]), RuntimeError),
     (LockTimeoutError("/tmp/MEMORY.md.lock", 10.0), TimeoutError),
     (IncognitoLaneError("rotate", "lanes stay apart"), PermissionError),
     (StorageError("disk I/O error"), OSError),

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         StateTooLargeError,
         StorageError,
         TitleConflictError,
+        TurnDeadlockError,
         UnknownMemoryTargetError,
     )
     from hermes_sessions.ids import new_session_id, validate_session_id
@@ -179,6 +180,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "StateTooLargeError",
         "StorageError",
         "TitleConflictError",
+        "TurnDeadlockError",
         "UnknownMemoryTargetError",
     ),
     "hermes_sessions.ids": ("new_session_id", "validate_session_id"),
@@ -345,6 +347,7 @@ __all__ = [
     "SystemClock",
     "ThreatScanner",
     "TitleConflictError",
+    "TurnDeadlockError",
     "UnknownMemoryTargetError",
     "Usage",
     "Visibility",

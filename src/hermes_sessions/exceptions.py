@@ -24,6 +24,7 @@ matches its meaning, so code that already catches ``LookupError`` or ``ValueErro
     ├── LedgerUnavailableError     (RuntimeError)  the ledger mode is off, or the backend has none
     ├── SessionInUseError          (RuntimeError)  a key still points at the session to delete
     ├── LeaseHeldError             (RuntimeError)  another holder leases the resource (compression)
+    ├── TurnDeadlockError          (RuntimeError)  two turns would wait for each other's key
     ├── BackendClosedError         (RuntimeError)  the backend was closed
     ├── LockTimeoutError           (TimeoutError)  a file or row lock was not acquired in time
     ├── IncognitoLaneError         (PermissionError) the write would carry an incognito lane to disk
@@ -100,6 +101,7 @@ __all__ = [
     "StateTooLargeError",
     "StorageError",
     "TitleConflictError",
+    "TurnDeadlockError",
     "UnknownMemoryTargetError",
 ]
 
@@ -610,6 +612,33 @@ class LeaseHeldError(HermesSessionsError, RuntimeError):
         super().__init__(
             f"{resource} is leased by another holder, so {holder!r} may not work on it now; "
             "wait for that work to finish (or for its lease to expire) and re-read the session"
+        )
+
+
+class TurnDeadlockError(HermesSessionsError, RuntimeError):
+    """A turn (or ``lock``) would wait for a key whose holder waits, in turn, for one it holds.
+
+    Raised at once, when the second of the waits begins, instead of hanging: the block that
+    raises it gives its keys up, so the other one goes on. Operations on another key from inside
+    a turn (``get_or_create``, ``append``, ``reset``, ...) never wait for that key's turn, so
+    they cannot take part in such a cycle; only a ``turn`` or ``lock`` block opened inside
+    another can (see ``docs/async.md``).
+
+    Attributes:
+        key: The key whose block was about to be waited for.
+        held: The keys the waiting block already holds.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, key: str, held: Sequence[str]) -> None:
+        self.key = key
+        self.held = tuple(held)
+        holding = ", ".join(repr(k) for k in self.held)
+        super().__init__(
+            f"a turn holding {holding} waits for {key!r}, whose holder waits for a key this turn "
+            "holds: neither would ever go on. Inside a turn, call operations on another key "
+            "directly (they do not need its turn); take nested turns in one fixed key order"
         )
 
 

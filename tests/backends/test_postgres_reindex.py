@@ -39,7 +39,7 @@ def run(directory, statement, params=()):
 
 
 def make_tokens_version_one(directory):
-    """Turn the schema into one the library wrote before width folding (rows and migrations)."""
+    """Turn the schema into one the library wrote before width folding (rows and meta)."""
     rows = run(directory, "SELECT session_seq, id, active, body FROM {s}.messages")
     for seq, message_id, active, body in rows:
         positions: dict[str, list[int]] = {}
@@ -53,10 +53,8 @@ def make_tokens_version_one(directory):
             "WHERE session_seq = %s AND message_id = %s",
             (literal, seq, message_id),
         )
-    run(directory, "DROP TABLE {s}.meta")
-    run(directory, "DROP TABLE {s}.state")  # migration 3, re-applied after 2 on the next open
-    run(directory, "ALTER TABLE {s}.sessions DROP COLUMN revision")
-    run(directory, "DELETE FROM {s}.schema_migrations WHERE version >= 2")
+    run(directory, "DELETE FROM {s}.meta WHERE name = 'reindexed_through'")
+    run(directory, "UPDATE {s}.meta SET value = '1' WHERE name = 'tokens_version'")
 
 
 def old_schema(directory, *texts, filler=0):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -248,12 +248,28 @@ def test_clear_session_purge_deletes_the_old_session(memory_store):
     assert memory_store.search("staging") == []
 
 
-def test_the_reset_policy_applies_to_the_lane():
-    """After the idle timeout the lane's history starts afresh, as for any inbound message."""
+def test_the_lane_never_resets_by_default():
+    """On a store with the gateway default (idle 24 h + daily 04:00), the history stays.
+
+    Two items at 14:00 are still there the next morning, as with the SDK's own sessions.
+    """
+    clock = FrozenClock(datetime(2026, 5, 12, 14, tzinfo=UTC))
+    with SessionStore(InMemoryBackend(), clock=clock) as store:
+        session = AgentsSession("overnight", store)
+        run(session.add_items(ITEMS[:2]))
+        clock.advance(timedelta(hours=19))  # 09:00 the next day: past 04:00
+        assert run(session.get_items()) == ITEMS[:2]
+        clock.advance(timedelta(days=3))
+        run(session.add_items(ITEMS[2:3]))
+        assert run(session.get_items()) == ITEMS[:3]
+
+
+def test_the_reset_policy_applies_to_the_lane_when_asked():
+    """With ``resets=True``, after the idle timeout the lane's history starts afresh."""
     clock = FrozenClock()
     resets = ResetPolicies(default=ResetPolicy(mode="idle", idle_minutes=30))
     with SessionStore(InMemoryBackend(), clock=clock, resets=resets) as store:
-        session = AgentsSession("idle", store)
+        session = AgentsSession("idle", store, resets=True)
         run(session.add_items(ITEMS[:1]))
         old = store.entry(session.key).session_id
         clock.advance(timedelta(minutes=31))

@@ -10,7 +10,14 @@ import threading
 import pytest
 from store_scenarios import with_policy
 
-from hermes_sessions import LeaseHeldError, Message, ResetPolicy, SessionSource, SessionStore
+from hermes_sessions import (
+    LeaseHeldError,
+    Message,
+    ResetPolicy,
+    SessionSource,
+    SessionStore,
+    TurnDeadlockError,
+)
 from hermes_sessions.aio import (
     AsyncMemoryStore,
     AsyncSessionStore,
@@ -167,6 +174,86 @@ def test_ownership_ends_with_the_block(astore):
 
     run(scenario())
     assert order == ["second turn", "late task"]
+
+
+def test_turns_that_reach_into_each_others_keys_both_finish(astore):
+    """Chat A's turn posts to chat B while B's turn posts to A: both finish (issue 33).
+
+    An operation on another key from inside a turn does not wait for that key's turn: each
+    operation is atomic on its own.
+    """
+
+    async def scenario():
+        entered = {"a": asyncio.Event(), "b": asyncio.Event()}
+
+        async def agent(mine, other, me, them):
+            async with astore.turn(mine) as turn:
+                entered[me].set()
+                await entered[them].wait()  # both turns are held now
+                lookup = await astore.get_or_create(other)
+                await astore.append(lookup.session_id, Message(role="user", content=f"from {me}"))
+                await astore.touch(astore.key_for(other))
+                await astore.append(turn.session_id, Message(role="assistant", content="sent"))
+                return lookup.session_id
+
+        return await asyncio.gather(agent(LIN, EVE, "a", "b"), agent(EVE, LIN, "b", "a"))
+
+    to_eve, to_lin = run(scenario())
+    assert sorted(m.content for m in astore.store.transcript(to_eve)) == ["from a", "sent"]
+    assert sorted(m.content for m in astore.store.transcript(to_lin)) == ["from b", "sent"]
+
+
+def test_nested_turns_in_a_cycle_raise_at_once_naming_both_keys(astore):
+    """A turn on A opening a turn on B while B's opens one on A: one fails fast, one finishes."""
+    outcomes: dict[str, object] = {}
+
+    async def scenario():
+        entered = {"a": asyncio.Event(), "b": asyncio.Event()}
+
+        async def agent(mine, other, me, them):
+            try:
+                async with astore.turn(mine):
+                    entered[me].set()
+                    await entered[them].wait()
+                    async with astore.turn(other) as nested:
+                        outcomes[me] = nested.session_id
+            except TurnDeadlockError as error:
+                outcomes[me] = error
+
+        await asyncio.gather(agent(LIN, EVE, "a", "b"), agent(EVE, LIN, "b", "a"))
+
+    run(scenario())
+    errors = [o for o in outcomes.values() if isinstance(o, TurnDeadlockError)]
+    assert len(errors) == 1
+    (error,) = errors
+    keys = {astore.key_for(LIN), astore.key_for(EVE)}
+    assert {error.key, *error.held} == keys
+    assert all(key in str(error) for key in keys)
+    assert len(outcomes) == 2
+
+
+def test_a_nested_turn_without_a_cycle_still_waits_its_turn(astore):
+    """A nested turn on a busy key waits for it (no cycle, no error)."""
+    order: list[str] = []
+
+    async def scenario():
+        inside = asyncio.Event()
+
+        async def eve_turn():
+            async with astore.turn(EVE):
+                inside.set()
+                await asyncio.sleep(0.05)
+                order.append("eve done")
+
+        async def lin_turn():
+            await inside.wait()
+            async with astore.turn(LIN), astore.turn(EVE):
+                order.append("lin holds eve")
+
+        await asyncio.gather(eve_turn(), lin_turn())
+
+    run(scenario())
+    assert order == ["eve done", "lin holds eve"]
 
 
 def test_every_public_store_method_has_an_async_twin():

@@ -3,8 +3,8 @@
 :class:`AgentsSession` implements the SDK's ``Session`` protocol (``get_items``, ``add_items``,
 ``pop_item``, ``clear_session``) on a :class:`~hermes_sessions.store.SessionStore` or an
 :class:`~hermes_sessions.aio.AsyncSessionStore`, so a ``Runner`` keeps its history where the
-rest of a host's conversations live: under a session key, with the reset policy, lineage,
-search and the ``session_search`` tool::
+rest of a host's conversations live: under a session key, with lineage, search, the
+``session_search`` tool and, when asked (``resets=True``), the store's reset policy::
 
     session = AgentsSession("user-42", store)
     result = await Runner.run(agent, "hello", session=session)
@@ -126,6 +126,9 @@ class AgentsSession:
             (the id is percent-encoded in the key where needed).
         session_settings: The SDK's ``SessionSettings`` (or a dict of its fields); ``limit`` is
             the default of :meth:`get_items`. Defaults to ``SessionSettings()``.
+        resets: Apply the store's reset policy to the lane when it is read, as an inbound
+            message would (an idle or daily reset then starts an empty history). Off by
+            default: like the SDK's own sessions, an ``AgentsSession`` never forgets by itself.
 
     The session does not own the store: :meth:`close` ends this session's use of it, and the
     host closes the store. Calls on one ``AgentsSession`` are serialised.
@@ -149,6 +152,7 @@ class AgentsSession:
         *,
         source: SessionSource | None = None,
         session_settings: SessionSettings | Mapping[str, Any] | None = None,
+        resets: bool = False,
     ) -> None:
         if not isinstance(session_id, str):
             raise TypeError(f"session_id must be a str, got {type(session_id).__name__}")
@@ -164,6 +168,7 @@ class AgentsSession:
                 f"store must be a SessionStore or an AsyncSessionStore, got {type(store).__name__}"
             )
         self.session_id = session_id
+        self._resets = resets
         self.session_settings = (
             settings.SessionSettings()
             if session_settings is None
@@ -202,9 +207,15 @@ class AgentsSession:
             raise BackendClosedError(f"AgentsSession {self.session_id!r}")
 
     def _current(self, *, create: bool) -> str | None:
-        """The lane's current session id after the reset policy; ``None`` if it has none."""
-        if not create and self._store.backend.get_entry(self.key) is None:
+        """The lane's current session id; ``None`` if it has none and ``create`` is off.
+
+        With ``resets``, the store's reset policy is evaluated first (as for a message).
+        """
+        entry = self._store.backend.get_entry(self.key)
+        if entry is None and not create:
             return None
+        if entry is not None and not self._resets:
+            return entry.session_id
         return self._store.get_or_create(self.source).entry.session_id
 
     # -- the Session protocol ----------------------------------------------------------------------
@@ -213,8 +224,9 @@ class AgentsSession:
         """The lane's history in order: the newest ``limit`` items, or all of them.
 
         ``limit`` defaults to ``session_settings.limit``; ``None`` or a negative number means
-        all, ``0`` none. Soft-deleted (popped) items are left out. Evaluates the lane's reset
-        policy first, as an inbound message would: an expired lane starts a new, empty session.
+        all, ``0`` none. Soft-deleted (popped) items are left out. With ``resets=True``,
+        evaluates the lane's reset policy first, as an inbound message would: an expired lane
+        starts a new, empty session.
         """
         effective = _sdk().resolve_session_limit(limit, self.session_settings)
         return cast("list[TResponseInputItem]", await self._call(lambda: self._read(effective)))

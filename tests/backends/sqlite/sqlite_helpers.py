@@ -23,8 +23,8 @@ def raw(path):
 def make_tokens_version_one(path):
     """Turn the database at ``path`` into one the library wrote before width folding.
 
-    Its FTS5 rows get the version-1 stream (the same tokenizer without the fold), and the
-    migration that records the stream's version is undone, as in a database of that version.
+    Its FTS5 rows get the version-1 stream (the same tokenizer without the fold), and ``meta``
+    records that version, as a database of that version would.
     """
     from hermes_sessions.backends.sqlite._rows import message_from_row  # noqa: PLC0415
     from hermes_sessions.text import searchable_text  # noqa: PLC0415
@@ -39,8 +39,11 @@ def make_tokens_version_one(path):
             connection.execute(
                 "INSERT INTO messages_fts (rowid, tokens) VALUES (?, ?)", (row[0], " ".join(tokens))
             )
-        connection.execute("DELETE FROM meta WHERE name IN ('tokens_version', 'reindexed_through')")
-        connection.execute("DELETE FROM schema_migrations WHERE version = 3")
+        connection.execute("DELETE FROM meta WHERE name = 'reindexed_through'")
+        connection.execute(
+            "INSERT INTO meta (name, value) VALUES ('tokens_version', '1') "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+        )
         connection.execute("COMMIT")
     finally:
         connection.close()

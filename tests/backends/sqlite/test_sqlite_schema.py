@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from sqlite_helpers import raw
+from sqlite_helpers import make_tokens_version_one, raw
 
 from hermes_sessions.backends import SQLiteBackend
 from hermes_sessions.backends.sqlite import _schema as schema
@@ -39,38 +39,30 @@ def test_newer_schema_is_refused(db_path):
     assert (info.value.found_version, info.value.supported_version) == (99, schema.SCHEMA_VERSION)
 
 
-def test_migration_4_adds_state_and_revisions_to_existing_sessions(db_path):
-    """A version-3 database gains the state table and revision 0 on every session."""
+def test_a_later_migration_is_applied_on_open_keeping_the_data(db_path, monkeypatch):
+    """A migration appended after the initial schema runs once on open; the data stays."""
     with SQLiteBackend(db_path) as backend:
         seed(backend, "s1", None, say("kept"))
-    connection = raw(db_path)
-    connection.execute("DROP TABLE state")
-    connection.execute("ALTER TABLE sessions DROP COLUMN revision")
-    connection.execute("DELETE FROM schema_migrations WHERE version >= 4")
-    connection.close()
+    later = (*schema.MIGRATIONS, ("CREATE TABLE later (x)",))
+    monkeypatch.setattr(schema, "MIGRATIONS", later)
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", len(later))
     with SQLiteBackend(db_path) as backend:
-        stored = backend.get_session("s1")
-        assert stored is not None
-        assert (stored.revision, stored.message_count) == (0, 1)
-        backend.append_messages("s1", [say("more")], state={"lane|k": {"a": 1}}, if_revision=0)
-        assert backend.get_state(["lane|k"]) == {"lane|k": {"a": 1}}
+        assert [m.content for m in backend.get_messages("s1")] == ["kept"]
+    connection = raw(db_path)
+    assert schema.applied_version(connection) == len(later)
+    assert connection.execute("SELECT name FROM sqlite_master WHERE name = 'later'").fetchall()
+    connection.close()
 
 
-def test_migrating_an_older_database_keeps_its_data(db_path):
-    """A database at version 1 is migrated on open; its messages stay searchable by time.
+def test_an_index_of_an_older_token_stream_keeps_time_searches(db_path):
+    """A database whose index holds an older token stream still finds messages by time.
 
     Its search index predates the recorded token version, so it asks for a re-index, and
     searches by time work before and after it (the scan, then FTS5 with the time blocks).
     """
     with SQLiteBackend(db_path) as backend:
         seed(backend, "s1", None, *(say(f"fig {n}", timestamp=minutes(n)) for n in range(3)))
-    connection = raw(db_path)
-    connection.execute("DROP TABLE message_blocks")
-    connection.execute("DROP TABLE meta")
-    connection.execute("DROP TABLE state")
-    connection.execute("ALTER TABLE sessions DROP COLUMN revision")
-    connection.execute("DELETE FROM schema_migrations WHERE version >= 2")
-    connection.close()
+    make_tokens_version_one(db_path)
     with pytest.warns(RuntimeWarning, match="reindex"):
         backend = SQLiteBackend(db_path)
     with backend:

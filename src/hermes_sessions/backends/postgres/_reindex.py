@@ -1,6 +1,6 @@
 """Re-indexing on PostgreSQL: rewriting ``message_text`` rows of an older token stream in batches.
 
-``meta.tokens_version`` names the token stream of the ``message_text`` rows (migration 2). While
+``meta.tokens_version`` names the token stream of the ``message_text`` rows. While
 it names an older one, :func:`tokens_current` is false and search checks every candidate message
 with the shared matcher (``_search.scan``). A re-index walks the messages in ``(session_seq, id)``
 order: each batch is one transaction that takes the re-index advisory lock (two re-indexing hosts

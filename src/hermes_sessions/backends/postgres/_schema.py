@@ -8,8 +8,7 @@ one finds the work done. A schema whose newest migration is above :data:`SCHEMA_
 written by a newer library and is refused (:class:`IncompatibleStoreError`).
 
 Sessions have a surrogate key ``seq`` that every child table references, so later migrations
-add columns and tables without touching the rows that exist (migration 3 added the revision and
-the ``state`` table this way).
+can add columns and tables without touching the rows that exist.
 
 Text columns that hold identifiers compared by the library (ids, keys, platform message ids) use
 the ``"C"`` collation, so ``ORDER BY`` agrees with Python's code-point order.
@@ -32,7 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "applied_version", "migrate"]
 
 MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
-    # 1 — sessions, messages, their search rows, the routing index and leases.
+    # 1 — the initial schema: sessions, messages, their search rows, the routing index, leases,
+    # named values about the data, and session state.
     (
         """CREATE TABLE {s}.sessions (
             seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -61,7 +61,8 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             system_prompt text,
             archived boolean NOT NULL,
             metadata text NOT NULL,
-            next_message_id bigint NOT NULL DEFAULT 1
+            next_message_id bigint NOT NULL DEFAULT 1,
+            revision bigint NOT NULL DEFAULT 0
         )""",
         "CREATE INDEX sessions_last_active ON {s}.sessions (last_active_at, id)",
         "CREATE INDEX sessions_started ON {s}.sessions (started_at, id)",
@@ -130,31 +131,27 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         )""",
         "CREATE INDEX ledger_status ON {s}.ledger (kind, status, updated_at)",
         "CREATE INDEX ledger_session ON {s}.ledger (session_id)",
-    ),
-    # 2 — named values about the schema's data. ``tokens_version`` is the token stream
-    # (text.TOKENS_VERSION) of the message_text rows: rows written before this migration hold
-    # version 1 (no width folding); searches stay exact, slower, until reindex() rewrote them
-    # (``reindexed_through`` marks its progress). Older libraries refuse the schema from here on.
-    (
+        # ``tokens_version`` names the token stream (text.TOKENS_VERSION) of the message_text
+        # rows; while it names an older one, searches stay exact, slower, until reindex() has
+        # rewritten them (``reindexed_through`` marks its progress). A new schema records the
+        # current one when it is first opened.
         "CREATE TABLE {s}.meta (name text PRIMARY KEY, value text NOT NULL)",
-        "INSERT INTO {s}.meta (name, value) VALUES ('tokens_version', '1')",
         # Scoped memory (hermes_sessions.memory.ScopedMemory): a JSON array of entries per scope.
         """CREATE TABLE {s}.memory (
             scope text COLLATE "C" PRIMARY KEY,
             entries text NOT NULL
         )""",
-    ),
-    # 3 — session state: one JSON object per scope (hermes_sessions.state), and the revision
-    # every change of a session's transcript or state moves (if_revision=).
-    (
-        "ALTER TABLE {s}.sessions ADD COLUMN revision bigint NOT NULL DEFAULT 0",
+        # session state: one JSON object per scope (hermes_sessions.state); every change of a
+        # session's transcript or state moves its revision (if_revision=).
         """CREATE TABLE {s}.state (
             scope text COLLATE "C" PRIMARY KEY,
             value text NOT NULL
         )""",
     ),
 )
-"""Migration ``n`` is ``MIGRATIONS[n - 1]``; append new ones, never edit applied ones."""
+"""Migration ``n`` is ``MIGRATIONS[n - 1]``; append new ones, never edit released ones.
+
+Migration 1 is the initial schema of 0.1.0, the first release (no pre-release store is migrated)."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 """The newest schema version this library knows."""

@@ -62,7 +62,9 @@ __all__ = [
 ]
 
 MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
-    # 1 — sessions, messages, the routing index, leases and the turn ledger.
+    # 1 — the initial schema: sessions, messages, the routing index, leases, the turn ledger,
+    # session state, search support (index state, and message-time bounds per block of ids,
+    # which let newest/oldest searches stop early while walking the full-text index in id order).
     (
         """CREATE TABLE sessions (
             seq INTEGER PRIMARY KEY,
@@ -90,7 +92,8 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             model_config TEXT NOT NULL DEFAULT '{}',
             system_prompt TEXT,
             archived INTEGER NOT NULL DEFAULT 0,
-            metadata TEXT NOT NULL DEFAULT '{}'
+            metadata TEXT NOT NULL DEFAULT '{}',
+            revision INTEGER NOT NULL DEFAULT 0
         )""",
         "CREATE INDEX sessions_last_active ON sessions (last_active_at, id)",
         "CREATE INDEX sessions_started ON sessions (started_at, id)",
@@ -143,34 +146,20 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         ) WITHOUT ROWID""",
         "CREATE INDEX ledger_status ON ledger (kind, status, updated_at)",
         "CREATE INDEX ledger_session ON ledger (session_id)",
-    ),
-    # 2 — search support: index state, and message-time bounds per block of ids, which let
-    # newest/oldest searches stop early while walking the full-text index in id order.
-    (
         "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
         """CREATE TABLE message_blocks (
             block INTEGER PRIMARY KEY,
             min_ts INTEGER NOT NULL,
             max_ts INTEGER NOT NULL
         )""",
-        """INSERT INTO message_blocks (block, min_ts, max_ts)
-            SELECT id >> 12, min(coalesce(timestamp, -9223372036854775807)),
-                   max(coalesce(timestamp, -9223372036854775807))
-            FROM messages GROUP BY id >> 12""",
-    ),
-    # 3 — the token stream of the FTS5 rows is recorded (text.TOKENS_VERSION). Rows written
-    # before this migration hold version 1 (no width folding); opening the database finds that
-    # out and searches exactly, slower, until reindex() has rewritten them. Older libraries
-    # refuse the database from here on, so none of them writes version-1 rows after that.
-    ("INSERT INTO meta (name, value) VALUES ('tokens_version', '1') ON CONFLICT DO NOTHING",),
-    # 4 — session state: one JSON object per scope (hermes_sessions.state), and the revision
-    # every change of a session's transcript or state moves (if_revision=).
-    (
-        "ALTER TABLE sessions ADD COLUMN revision INTEGER NOT NULL DEFAULT 0",
+        # session state: one JSON object per scope (hermes_sessions.state); every change of a
+        # session's transcript or state moves its revision (if_revision=).
         "CREATE TABLE state (scope TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
     ),
 )
-"""Migration ``n`` is ``MIGRATIONS[n - 1]``; append new ones, never edit applied ones."""
+"""Migration ``n`` is ``MIGRATIONS[n - 1]``; append new ones, never edit released ones.
+
+Migration 1 is the initial schema of 0.1.0, the first release (no pre-release store is migrated)."""
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 """The newest schema version this library knows."""
