@@ -298,6 +298,25 @@ def test_a_silent_chat_under_active_work_is_spared_with_the_reason(make_backend,
         assert store.entry(store.key_for(LIN)).session_id == old
 
 
+def test_a_chat_that_speaks_after_the_choice_keeps_its_session(store, clock, monkeypatch):
+    """The chat's activity between the pass's choice and its move: the session stays."""
+    old = silent_chat(store, 200)
+    kind = type(store.backend)
+    acquire = kind.acquire_lease
+
+    def chosen(self, resource, holder, **kwargs):
+        taken = acquire(self, resource, holder, **kwargs)
+        if resource == f"compress:{old}":
+            store.touch(store.key_for(LIN))  # the host records the chat's activity
+        return taken
+
+    monkeypatch.setattr(kind, "acquire_lease", chosen)
+    report = store.maintain(RetentionPolicy(max_age=timedelta(days=90)))
+    assert report.removed == ()
+    assert report.spared_reasons == {old: "changed"}
+    store.append(old, user("and the reply lands"))
+
+
 def test_an_expired_session_counts_as_ended_for_the_size_rule(resetting, clock):
     """The size rule takes an expired live session; a chat still talking keeps its own."""
     old = silent_chat(resetting, 3)

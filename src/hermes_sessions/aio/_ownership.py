@@ -122,6 +122,10 @@ class KeyLocks:
             else:
                 self._locks[key] = (lock, users - 1)
 
+    def busy(self, key: str) -> bool:
+        """Whether ``key`` is held or waited for right now (safe to ask from a worker thread)."""
+        return key in self._locks
+
     def held(self) -> frozenset[str]:
         """The keys held or waited for right now."""
         return frozenset(self._locks)

@@ -520,7 +520,7 @@ class AsyncSessionStore(AsyncSearches):
         """Async :meth:`SessionStore.prune`; keys held in this store count as active work."""
         held = self._keys.held()
         return await self._run(
-            self.store.prune, older_than, dry_run=dry_run, sources=sources, busy=held.__contains__
+            self.store.prune, older_than, dry_run=dry_run, sources=sources, busy=self._busy(held)
         )
 
     async def maintain(
@@ -528,10 +528,15 @@ class AsyncSessionStore(AsyncSearches):
     ) -> RetentionReport:
         """Async :meth:`SessionStore.maintain`; keys held in this store count as active work.
 
-        A key is held by a :meth:`turn` or :meth:`lock` block, or waited for, when the pass starts.
+        A key is held by a :meth:`turn` or :meth:`lock` block, or waited for, when the pass starts
+        or when it is about to delete one of the key's sessions.
         """
         held = self._keys.held()
-        return await self._run(self.store.maintain, policy, dry_run=dry_run, busy=held.__contains__)
+        return await self._run(self.store.maintain, policy, dry_run=dry_run, busy=self._busy(held))
+
+    def _busy(self, held: frozenset[str]) -> Callable[[str], bool]:
+        """Keys held when the pass started, or held (or waited for) now."""
+        return lambda key: key in held or self._keys.busy(key)
 
     def start_maintenance(
         self,

@@ -276,6 +276,8 @@ class _Pass:
         keys = {e.session_key for e in entries} | {record.session_key} - {None}
         if any(self.busy(key) for key in keys if key is not None):
             return self.spare(record, "active_work")
+        if entries and self.backend.get_entry(entries[0].session_key) != entries[0]:
+            return self.spare(record, "changed")  # the chat spoke (or moved) since the choice
         try:
             if entries:
                 self.lifecycle.retire(entries[0], record, self.now)
