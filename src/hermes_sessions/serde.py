@@ -188,7 +188,7 @@ def stored_message(
         timestamp = _from_iso(timestamp)
         if timestamp.tzinfo is not UTC:
             if timestamp.tzinfo is None:
-                raise ValueError(f"datetime {timestamp} has no UTC offset")
+                raise InvalidArgumentError(f"datetime {timestamp} has no UTC offset")
             timestamp = timestamp.astimezone(UTC)
     if not _COLUMN_KEYS.isdisjoint(data):  # kept in columns; a body never repeats them
         _drop_columns(data)
@@ -227,10 +227,12 @@ def stored_messages(rows: Iterable[Sequence[Any]], session_id: str) -> list[Mess
         for message_id, active, body in rows:
             data, end = scan(body, 0)
             if end != len(body):
-                raise ValueError("extra data after the JSON object")
+                raise InvalidArgumentError("extra data after the JSON object")
             append(stored_message(data, message_id, session_id, bool(active)))
     except StopIteration as error:
-        raise ValueError(f"a message body is not JSON (at character {error.value})") from None
+        raise InvalidArgumentError(
+            f"a message body is not JSON (at character {error.value})"
+        ) from None
     return out
 
 
@@ -383,7 +385,7 @@ def entry_body_values(data: object) -> SessionEntry:
         raise TypeError(f"an entry body must be a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - _ENTRY_BODY_FIELDS)
     if unknown:
-        raise ValueError(f"unknown entry fields {unknown}")
+        raise InvalidArgumentError(f"unknown entry fields {unknown}")
     values = dict(data)
     origin = values.get("origin")
     if origin is not None:
@@ -391,7 +393,7 @@ def entry_body_values(data: object) -> SessionEntry:
             raise TypeError(f"an entry origin must be a JSON object, got {type(origin).__name__}")
         extra = sorted(set(origin) - _SOURCE_FIELDS)
         if extra:
-            raise ValueError(f"unknown source fields {extra}")
+            raise InvalidArgumentError(f"unknown source fields {extra}")
         values["origin"] = SessionSource(**origin)
     return SessionEntry(
         session_key="", session_id="x", created_at=_EPOCH, updated_at=_EPOCH, **values

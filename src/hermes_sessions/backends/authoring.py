@@ -16,6 +16,8 @@ module gathers what writing one takes, so that a backend's imports are one line:
   files written atomically, id validation, the check report, the re-index loop, the retry
   pause (:mod:`hermes_sessions.backoff`), and for a SQL database the rows, filters and
   listings of :mod:`hermes_sessions.backends.sqlrows` (:class:`SQLDialect`);
+* **the forwarding base** for a wrapper, :class:`ForwardingBackend` (and one mixin per
+  optional ability, ``Forwards*``): subclass it and override only what the wrapper changes;
 * **the conformance suite**, :class:`BackendContract`: subclass it in a test module and
   implement ``make_backend(directory)``. It needs pytest (``pip install
   'hermes-sessions[testing]'``) and is imported only when this name is first used, so importing
@@ -95,6 +97,17 @@ from hermes_sessions.exceptions import (
     TitleConflictError,
 )
 from hermes_sessions.files import create_file, make_private_dir, replace_file, write_file
+from hermes_sessions.forwarding import (
+    ForwardingBackend,
+    ForwardsCheck,
+    ForwardsLedger,
+    ForwardsReindex,
+    ForwardsScrub,
+    ForwardsSearch,
+    ForwardsStateScopes,
+    ForwardsUserKeys,
+    ForwardsWriteBatches,
+)
 from hermes_sessions.ids import validate_session_id
 from hermes_sessions.ledger import LedgerKind, LedgerRow
 from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
@@ -157,6 +170,15 @@ __all__ = [
     "EndReason",
     "EntryTable",
     "EntryWrite",
+    "ForwardingBackend",
+    "ForwardsCheck",
+    "ForwardsLedger",
+    "ForwardsReindex",
+    "ForwardsScrub",
+    "ForwardsSearch",
+    "ForwardsStateScopes",
+    "ForwardsUserKeys",
+    "ForwardsWriteBatches",
     "IncompatibleStoreError",
     "InvalidArgumentError",
     "InvalidIdError",

@@ -13,15 +13,20 @@ written through the persistent backend: a write that would mix the two is refuse
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
-from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import IncognitoLaneError, InvalidArgumentError
+from hermes_sessions.forwarding import (
+    ForwardingBackend,
+    ForwardsCheck,
+    ForwardsReindex,
+    ForwardsScrub,
+    ForwardsUserKeys,
+)
 from hermes_sessions.models import SessionSource
 from hermes_sessions.protocols import (
     Backend,
@@ -38,10 +43,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from datetime import datetime, timedelta
 
-    from hermes_sessions.checks import CheckReport
     from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import Message, SessionEntry, SessionRecord
-    from hermes_sessions.protocols import Capabilities, ReindexProgress, RotationPlan
+    from hermes_sessions.protocols import RotationPlan
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
@@ -85,13 +89,15 @@ def _overlay() -> Backend:
 
 
 @attrs.define(eq=False)
-class IncognitoRouter(ClosesOnExit):
+class IncognitoRouter(ForwardingBackend[Backend]):
     """The backend of a store with incognito lanes: an in-memory overlay over ``persistent``.
 
     Calls about incognito keys and their sessions go to the overlay; all others to
-    ``persistent``. Make one with :meth:`over`, which gives the router the optional abilities of
-    ``persistent`` (``check``, ``scrub``, ``reindex``: ``isinstance`` checks keep working);
-    other attributes of ``persistent`` (``path``, ...) are reached through it unchanged.
+    ``persistent`` (the :class:`~hermes_sessions.forwarding.ForwardingBackend`'s ``inner``). The
+    router has the optional abilities of ``persistent`` among ``check``, ``scrub``,
+    ``reindex``, ``destroy_user_keys`` and the ledger (kept per side), and only those:
+    ``isinstance`` checks keep working. Other attributes of ``persistent`` (``path``, ...) are
+    reached through it unchanged.
 
     .. versionadded:: 0.1.0
     """
@@ -99,10 +105,9 @@ class IncognitoRouter(ClosesOnExit):
     @classmethod
     def over(cls, persistent: Backend, policy: IncognitoPolicy) -> IncognitoRouter:
         """A router over ``persistent`` with its optional abilities."""
-        abilities = tuple(mixin for ability, mixin in _ABILITIES if isinstance(persistent, ability))
-        return _router_class(abilities)(persistent, policy)
+        return cls(persistent, policy)
 
-    persistent: Backend
+    inner: Backend
     policy: IncognitoPolicy
     overlay: Backend = attrs.field(factory=_overlay, kw_only=True)
     _lanes: set[str] = attrs.field(factory=set, init=False)
@@ -119,11 +124,16 @@ class IncognitoRouter(ClosesOnExit):
             self._lane_scopes.add(StateScope.lane(key).id)
             self._lanes.add(key)
 
+    @property
+    def persistent(self) -> Backend:
+        """The persistent backend (``inner``)."""
+        return self.inner
+
     def __repr__(self) -> str:
         return f"<IncognitoRouter over {self.persistent!r}>"
 
     def __getattr__(self, name: str) -> Any:  # the backend's own extras
-        if name.startswith("_") or name in {"persistent", "overlay", "policy"}:
+        if name.startswith("_") or name in {"inner", "persistent", "overlay", "policy"}:
             raise AttributeError(name)
         return getattr(self.persistent, name)
 
@@ -175,10 +185,6 @@ class IncognitoRouter(ClosesOnExit):
         return lane if self.is_lane(lane) else None
 
     # -- lifecycle ---------------------------------------------------------------------------------
-
-    def capabilities(self) -> Capabilities:
-        """The persistent backend's (incognito lanes are single-process and never persisted)."""
-        return self.persistent.capabilities()
 
     def close(self) -> None:
         """Drop every incognito lane, then close the persistent backend."""
@@ -437,72 +443,18 @@ class IncognitoRouter(ClosesOnExit):
         return [*first, *_search(self.persistent, rest)]
 
 
-class _Scrubs:
-    """``SupportsScrub`` of the persistent side (incognito lanes have no files to scrub)."""
-
-    __slots__ = ()
-    persistent: Backend
-
-    def scrub(self) -> None:
-        """Scrub the persistent backend's files."""
-        cast("SupportsScrub", self.persistent).scrub()
-
-
-class _Checks:
-    """``SupportsCheck`` of the persistent side (the overlay holds nothing to check)."""
-
-    __slots__ = ()
-    persistent: Backend
-
-    def check(self) -> CheckReport:
-        """The persistent backend's report."""
-        return cast("SupportsCheck", self.persistent).check()
-
-
-class _Reindexes:
-    """``SupportsReindex`` of the persistent side (the overlay indexes in memory)."""
-
-    __slots__ = ()
-    persistent: Backend
-
-    def reindex_needed(self) -> bool:
-        """Whether the persistent backend's index needs rewriting."""
-        return cast("SupportsReindex", self.persistent).reindex_needed()
-
-    def reindex(
-        self,
-        *,
-        progress: Callable[[ReindexProgress], None] | None = None,
-        batch_size: int = 500,
-    ) -> int:
-        """Rewrite the persistent backend's index rows."""
-        index = cast("SupportsReindex", self.persistent)
-        return index.reindex(progress=progress, batch_size=batch_size)
-
-
-class _DestroysUserKeys:
-    """``SupportsUserKeys`` of the persistent side (incognito lanes seal nothing)."""
-
-    __slots__ = ()
-    persistent: Backend
-
-    def destroy_user_keys(self, platform: str, user_ids: Sequence[str]) -> int:
-        """Destroy the users' keys on the persistent backend."""
-        return cast("SupportsUserKeys", self.persistent).destroy_user_keys(platform, user_ids)
-
-
 class _KeepsLedger:
     """``SupportsLedger``: an incognito session's rows stay in the overlay, never persisted."""
 
     __slots__ = ()
-    persistent: Backend
+    inner: Backend
     overlay: Backend
 
     def _ledger_sides(self, session_key: str | None) -> list[SupportsLedger]:
         router = cast("IncognitoRouter", self)
-        sides = [self.persistent, self.overlay]
+        sides = [self.inner, self.overlay]
         if session_key is not None:
-            sides = [self.overlay if router.is_lane(session_key) else self.persistent]
+            sides = [self.overlay if router.is_lane(session_key) else self.inner]
         return [cast("SupportsLedger", side) for side in sides]
 
     def ledger_rows(
@@ -537,22 +489,13 @@ class _KeepsLedger:
         )
 
 
-_ABILITIES: tuple[tuple[type, type], ...] = (
-    (SupportsCheck, _Checks),
+IncognitoRouter.forwarded = (
+    (SupportsCheck, ForwardsCheck),
     (SupportsLedger, _KeepsLedger),
-    (SupportsScrub, _Scrubs),
-    (SupportsReindex, _Reindexes),
-    (SupportsUserKeys, _DestroysUserKeys),
+    (SupportsScrub, ForwardsScrub),
+    (SupportsReindex, ForwardsReindex),
+    (SupportsUserKeys, ForwardsUserKeys),
 )
-
-
-@functools.cache
-def _router_class(abilities: tuple[type, ...]) -> type[IncognitoRouter]:
-    """``IncognitoRouter`` with the methods of ``abilities`` (one class per combination)."""
-    if not abilities:
-        return IncognitoRouter
-    return type("IncognitoRouter", (*abilities, IncognitoRouter), {"__slots__": ()})
-
 
 _CROSSING = (
     "an incognito lane's sessions stay in memory and a persisted lane's on disk, so no key may "

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -14,8 +13,8 @@ from hermes_sessions.backends.encrypted._marker import StoreMarker, open_marker
 from hermes_sessions.backends.encrypted._rotate import RotationProgress, reseal_away, rotate_key
 from hermes_sessions.backends.encrypted._search import encrypted_search
 from hermes_sessions.backends.rules import check_message_sizes, session_scope
-from hermes_sessions.closing import ClosesOnExit
 from hermes_sessions.exceptions import InvalidValueError
+from hermes_sessions.forwarding import ForwardingBackend, ForwardsReindex, ForwardsScrub
 from hermes_sessions.options import DEFAULT_MAX_MESSAGE_BYTES
 from hermes_sessions.protocols import (
     EntryWrite,
@@ -31,15 +30,14 @@ from hermes_sessions.results import AppendResult
 from hermes_sessions.state import DELETE
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping, Sequence
-    from datetime import datetime, timedelta
+    from collections.abc import Iterator, Mapping, Sequence
+    from datetime import datetime
 
     from hermes_sessions.backends.encrypted._codec import Owner, SessionOwner
     from hermes_sessions.backends.encrypted._userkeys import UserKeys
     from hermes_sessions.checks import CheckReport
     from hermes_sessions.cipher import Cipher, KeyProvider
     from hermes_sessions.models import EndReason, Message, SessionEntry, SessionRecord
-    from hermes_sessions.protocols import Capabilities, ReindexProgress
     from hermes_sessions.queries import SearchHit, SearchQuery, SessionQuery
     from hermes_sessions.usage import Usage
 
@@ -50,15 +48,16 @@ _USER_SCOPE_PARTS = 3  # app, platform, user id
 _PREVIEW_CACHE = 4096
 
 
-class EncryptedBackend(ClosesOnExit):
+class EncryptedBackend(ForwardingBackend[SearchableBackend]):
     """A searchable backend whose stored data is encrypted: ``EncryptedBackend(inner, cipher=c)``.
 
     ``inner`` is a SQLite, JSONL or PostgreSQL backend (any :class:`SearchableBackend`); the
     wrapper seals every model before it reaches ``inner`` and opens every model it reads, so
     ``inner`` stores ciphertext and keyed hashes only. Search runs on ``inner``'s own index of
     hashed tokens; ``term*`` and one-character CJK queries scan and decrypt instead
-    (``docs/privacy.md`` has the costs). The optional protocols of ``inner`` (``scrub``,
-    ``reindex``, ``check``) are offered when ``inner`` has them.
+    (``docs/privacy.md`` has the costs). A
+    :class:`~hermes_sessions.forwarding.ForwardingBackend`, it forwards ``scrub`` and
+    ``reindex`` and seals the ledger when ``inner`` has them.
 
     Opening checks the store's record of itself (``_marker``): an empty store is created
     encrypted; a store with plain data, a key that does not open its id's canary or a wrong
@@ -68,19 +67,6 @@ class EncryptedBackend(ClosesOnExit):
 
     .. versionadded:: 0.1.0
     """
-
-    def __new__(
-        cls,
-        inner: SearchableBackend,
-        *,
-        cipher: Cipher,  # noqa: ARG004  # __init__'s
-        user_keys: UserKeys | None = None,  # noqa: ARG004  # __init__'s
-    ) -> Self:
-        """Pick the class that offers exactly ``inner``'s optional protocols."""
-        if cls is not EncryptedBackend:
-            return super().__new__(cls)
-        mixins = tuple(mixin for ability, mixin in _ABILITIES if isinstance(inner, ability))
-        return cast("Self", super().__new__(_class_with(mixins)))
 
     def __init__(
         self, inner: SearchableBackend, *, cipher: Cipher, user_keys: UserKeys | None = None
@@ -128,9 +114,6 @@ class EncryptedBackend(ClosesOnExit):
         self.max_message_bytes: int | None = limit
         self._previews: dict[tuple[str, int, int, datetime], str | None] = {}
 
-    def __repr__(self) -> str:
-        return f"EncryptedBackend({self.inner!r})"
-
     # -- routing -----------------------------------------------------------------------------------
 
     def _open_entry(self, entry: SessionEntry | None) -> SessionEntry | None:
@@ -146,10 +129,6 @@ class EncryptedBackend(ClosesOnExit):
             self.codec.seal_entry(entry), expected_revision=expected_revision
         )
         return self.codec.open_entry(stored)
-
-    def delete_entry(self, key: str, *, expected_revision: int) -> None:
-        """Delete an entry (compare-and-swap)."""
-        self.inner.delete_entry(key, expected_revision=expected_revision)
 
     def entries(self, *, session_id: str | None = None) -> list[SessionEntry]:
         """Every entry (or those of a session), decrypted."""
@@ -197,16 +176,12 @@ class EncryptedBackend(ClosesOnExit):
     def end_session(
         self, session_id: str, reason: EndReason | str, *, at: datetime
     ) -> SessionRecord:
-        """End a session."""
+        """End a session (the record returned decrypted)."""
         return self.codec.open_record(self.inner.end_session(session_id, reason, at=at))
 
     def reopen_session(self, session_id: str) -> SessionRecord:
-        """Reopen a session."""
+        """Reopen a session (the record returned decrypted)."""
         return self.codec.open_record(self.inner.reopen_session(session_id))
-
-    def delete_session(self, session_id: str) -> bool:
-        """Delete a session and everything of it."""
-        return self.inner.delete_session(session_id)
 
     def list_sessions(self, query: SessionQuery) -> SessionPage:
         """A page of sessions; titles are looked up by their keyed hashes."""
@@ -377,14 +352,6 @@ class EncryptedBackend(ClosesOnExit):
         stored = self.inner.replace_messages(session_id, self._seal_messages(messages, session_id))
         return self._open_messages(stored, session_id)
 
-    def set_active(self, session_id: str, message_ids: Sequence[int], *, active: bool) -> int:
-        """Soft-delete or restore messages."""
-        return self.inner.set_active(session_id, message_ids, active=active)
-
-    def delete_messages(self, session_id: str, message_ids: Sequence[int]) -> int:
-        """Delete messages for good."""
-        return self.inner.delete_messages(session_id, message_ids)
-
     # -- state -------------------------------------------------------------------------------------
 
     def get_state(self, scope_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -406,10 +373,6 @@ class EncryptedBackend(ClosesOnExit):
         return self._open_record(record)
 
     # -- the rest of the protocol ------------------------------------------------------------------
-
-    def capabilities(self) -> Capabilities:
-        """Those of ``inner``."""
-        return self.inner.capabilities()
 
     def apply(self, plan: RotationPlan) -> list[SessionEntry]:
         """Commit a rotation plan, its records, messages and entries sealed for their place.
@@ -458,18 +421,6 @@ class EncryptedBackend(ClosesOnExit):
             raise
         return [self.codec.open_entry(entry) for entry in stored]
 
-    def acquire_lease(self, resource: str, holder: str, *, ttl: timedelta, now: datetime) -> bool:
-        """Take or renew a lease."""
-        return self.inner.acquire_lease(resource, holder, ttl=ttl, now=now)
-
-    def release_lease(self, resource: str, holder: str) -> None:
-        """Release a lease."""
-        self.inner.release_lease(resource, holder)
-
-    def close(self) -> None:
-        """Close ``inner``."""
-        self.inner.close()
-
     def search(self, query: SearchQuery) -> list[SearchHit]:
         """Search: hashed tokens on ``inner``'s index, or a decrypting scan for prefixes."""
         return encrypted_search(self, query)
@@ -495,30 +446,6 @@ class EncryptedBackend(ClosesOnExit):
         return rotate_key(self, new)
 
 
-class _WithScrub(EncryptedBackend):
-    def scrub(self) -> None:
-        """``inner``'s scrub (freed pages and old files overwritten)."""
-        assert isinstance(self.inner, SupportsScrub)  # noqa: S101  # chosen in __new__
-        self.inner.scrub()
-
-
-class _ReindexMixin(EncryptedBackend):
-    def reindex_needed(self) -> bool:
-        """Whether ``inner``'s index rows hold an older stream."""
-        assert isinstance(self.inner, SupportsReindex)  # noqa: S101  # chosen in __new__
-        return self.inner.reindex_needed()
-
-    def reindex(
-        self,
-        *,
-        progress: Callable[[ReindexProgress], None] | None = None,
-        batch_size: int = 500,
-    ) -> int:
-        """``inner``'s re-index (it indexes the stored, hashed stream)."""
-        assert isinstance(self.inner, SupportsReindex)  # noqa: S101  # chosen in __new__
-        return self.inner.reindex(progress=progress, batch_size=batch_size)
-
-
 class _LedgerMixin(EncryptedBackend):
     """``SupportsLedger`` of an inner backend that has it, sealed (``_ledger``)."""
 
@@ -526,16 +453,8 @@ class _LedgerMixin(EncryptedBackend):
     ledger_write = _ledger.ledger_write
 
 
-_ABILITIES: tuple[tuple[type, type[EncryptedBackend]], ...] = (
-    (SupportsScrub, _WithScrub),
-    (SupportsReindex, _ReindexMixin),
+EncryptedBackend.forwarded = (
+    (SupportsScrub, ForwardsScrub),
+    (SupportsReindex, ForwardsReindex),
     (SupportsLedger, _LedgerMixin),
 )
-
-
-@functools.cache
-def _class_with(mixins: tuple[type[EncryptedBackend], ...]) -> type[EncryptedBackend]:
-    """``EncryptedBackend`` with the methods of ``mixins`` (one class per combination)."""
-    if not mixins:
-        return EncryptedBackend
-    return type("EncryptedBackend", mixins, {})
