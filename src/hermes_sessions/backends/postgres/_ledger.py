@@ -1,27 +1,34 @@
 """Statements on the ``ledger`` table: the turn ledger's rows (``SupportsLedger``).
 
-A write is compare-and-swap per row without reading first: a new row (version 0) is an
-``INSERT ... ON CONFLICT DO NOTHING`` (a concurrent insert of the same row waits for the other
-transaction, then finds the row), a changed one an ``UPDATE ... WHERE version = %s``. A row that
-did not change raises ``LedgerConflictError`` and the caller's transaction rolls back.
+The shared SQL is in :mod:`~hermes_sessions.backends.sqlledger`. A write is
+compare-and-swap per row without reading first: a new row (version 0) is an ``INSERT ...
+ON CONFLICT DO NOTHING`` (a concurrent insert of the same row waits for the other transaction,
+then finds the row), a changed one an ``UPDATE ... WHERE version = %s``. A row that did not
+change raises ``LedgerConflictError`` and the caller's transaction rolls back.
 """
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from hermes_sessions.backends.postgres import _messages as writes
 from hermes_sessions.backends.postgres._pool import guarded
-from hermes_sessions.backends.postgres._rows import dec, enc
+from hermes_sessions.backends.postgres._rows import POSTGRES, enc
 from hermes_sessions.backends.rules import (
     check_ledger_write,
     check_message_sizes,
     written_ledger_rows,
 )
-from hermes_sessions.exceptions import CorruptRecordError, LedgerConflictError
-from hermes_sessions.ledger import LedgerRow
-from hermes_sessions.serde import compact_json
+from hermes_sessions.backends.sqlledger import (
+    LEDGER_COLUMNS,
+    forget_sql,
+    ledger_from_row,
+    ledger_values,
+    select_sql,
+    unique_ids,
+    version_sql,
+)
+from hermes_sessions.exceptions import LedgerConflictError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -31,30 +38,22 @@ if TYPE_CHECKING:
 
     from hermes_sessions.backends.postgres._backend import PostgresBackend
     from hermes_sessions.backends.postgres._pool import Connections
-    from hermes_sessions.ledger import LedgerKind
+    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import Message
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
 __all__ = ["forget", "ledger_rows", "ledger_write", "select", "store"]
 
-_COLUMNS = "kind, id, session_id, session_key, status, updated_at, data, version"
-
-
-def _row(values: Sequence[Any]) -> LedgerRow:
-    try:
-        return LedgerRow(
-            kind=values[0],
-            id=dec(values[1]) or "",
-            session_id=dec(values[2]) or "",
-            session_key=dec(values[3]) or "",
-            status=values[4],
-            updated_at=values[5],
-            data=json.loads(values[6]),
-            version=values[7],
-        )
-    except (ValueError, TypeError) as error:
-        raise CorruptRecordError(f"ledger row {values[1]!r}: {error}") from error
+_INSERT: Final = (
+    f"INSERT INTO {{s}}.ledger ({LEDGER_COLUMNS}) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (kind, id) DO NOTHING"
+)
+_UPDATE: Final = (
+    "UPDATE {s}.ledger SET session_id = %s, session_key = %s, status = %s, "
+    "updated_at = %s, data = %s, version = %s "
+    "WHERE kind = %s AND id = %s AND version = %s"
+)
 
 
 def select(  # noqa: PLR0917  # the filters of ledger_rows, passed through
@@ -66,23 +65,12 @@ def select(  # noqa: PLR0917  # the filters of ledger_rows, passed through
     session_key: str | None,
 ) -> list[LedgerRow]:
     """The rows of ``kind`` passing the filters, by ``(updated_at, id)``."""
-    clauses, params = ["kind = %s"], [kind]
-    if ids is not None:
-        if not ids:
-            return []
-        clauses.append("id = ANY(%s)")
-        params.append([enc(i) for i in ids])  # type: ignore[arg-type]  # a text[] parameter
-    if status is not None:
-        clauses.append("status = %s")
-        params.append(status)
-    if session_key is not None:
-        clauses.append("session_key = %s")
-        params.append(enc(session_key))
-    query = pool.q(
-        f"SELECT {_COLUMNS} FROM {{s}}.ledger WHERE {' AND '.join(clauses)} "  # fixed clauses
-        "ORDER BY updated_at, id"
-    )
-    return [_row(values) for values in connection.execute(query, params).fetchall()]
+    statement = select_sql(POSTGRES, kind, ids, status, session_key)
+    if statement is None:
+        return []
+    query, params = statement
+    found = connection.execute(pool.q(query), params).fetchall()
+    return [ledger_from_row(POSTGRES, values) for values in found]
 
 
 def store(
@@ -93,36 +81,14 @@ def store(
 ) -> None:
     """Store ``written`` if every version is the stored one (the caller's transaction)."""
     for expected, row in zip(written, written_ledger_rows(written, result), strict=True):
-        values = (
-            enc(row.session_id),
-            enc(row.session_key),
-            row.status,
-            row.updated_at,
-            compact_json(row.data),
-            row.version,
-        )
+        values = ledger_values(POSTGRES, row)
         if expected.version == 0:
-            cursor = connection.execute(
-                pool.q(
-                    f"INSERT INTO {{s}}.ledger ({_COLUMNS}) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (kind, id) DO NOTHING"
-                ),
-                (row.kind, enc(row.id), *values),
-            )
+            cursor = connection.execute(pool.q(_INSERT), values)
         else:
-            cursor = connection.execute(
-                pool.q(
-                    "UPDATE {s}.ledger SET session_id = %s, session_key = %s, status = %s, "
-                    "updated_at = %s, data = %s, version = %s "
-                    "WHERE kind = %s AND id = %s AND version = %s"
-                ),
-                (*values, row.kind, enc(row.id), expected.version),
-            )
+            key = values[:2]  # (kind, id) as stored
+            cursor = connection.execute(pool.q(_UPDATE), (*values[2:], *key, expected.version))
         if cursor.rowcount != 1:
-            found = connection.execute(
-                pool.q("SELECT version FROM {s}.ledger WHERE kind = %s AND id = %s"),
-                (row.kind, enc(row.id)),
-            ).fetchone()
+            found = connection.execute(pool.q(version_sql(POSTGRES)), values[:2]).fetchone()
             raise LedgerConflictError(
                 row.kind,
                 row.id,
@@ -133,7 +99,7 @@ def store(
 
 def forget(pool: Connections, connection: psycopg.Connection[Any], session_id: str) -> None:
     """Delete a session's rows (with the session)."""
-    connection.execute(pool.q("DELETE FROM {s}.ledger WHERE session_id = %s"), (enc(session_id),))
+    connection.execute(pool.q(forget_sql(POSTGRES)), (enc(session_id),))
 
 
 @guarded
@@ -146,7 +112,7 @@ def ledger_rows(
     session_key: str | None = None,
 ) -> list[LedgerRow]:
     """``PostgresBackend.ledger_rows``: the rows of ``kind`` passing the filters, in one read."""
-    wanted = None if ids is None else list(dict.fromkeys(ids))
+    wanted = unique_ids(ids)
     return backend._run(  # noqa: SLF001  # the backend's own transaction runner
         lambda c: select(backend, c, kind, wanted, status, session_key), write=False
     )

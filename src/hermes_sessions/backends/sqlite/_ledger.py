@@ -1,14 +1,13 @@
 """Statements on the ``ledger`` table: the turn ledger's rows (``SupportsLedger``).
 
-One row per ``(kind, id)``; ``data`` is the row's JSON object, kept as it is. A write checks
+The shared SQL is in :mod:`~hermes_sessions.backends.sqlledger`. A write checks
 every row's ``version`` against the stored one inside the caller's transaction (after the
 append it rides with), so a lost race rolls the whole write back.
 """
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hermes_sessions.backends.rules import (
     check_ledger_versions,
@@ -19,10 +18,16 @@ from hermes_sessions.backends.rules import (
 from hermes_sessions.backends.sqlite import _entries as entries_sql
 from hermes_sessions.backends.sqlite import _messages as messages_sql
 from hermes_sessions.backends.sqlite._guard import guarded
-from hermes_sessions.backends.sqlite._rows import from_us, to_us
-from hermes_sessions.exceptions import CorruptRecordError
-from hermes_sessions.ledger import LedgerRow
-from hermes_sessions.serde import compact_json
+from hermes_sessions.backends.sqlite._rows import SQLITE
+from hermes_sessions.backends.sqlledger import (
+    LEDGER_COLUMNS,
+    forget_sql,
+    ledger_from_row,
+    ledger_values,
+    select_sql,
+    unique_ids,
+    version_sql,
+)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -30,31 +35,12 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from hermes_sessions.backends.sqlite._backend import SQLiteBackend
-    from hermes_sessions.ledger import LedgerKind
+    from hermes_sessions.ledger import LedgerKind, LedgerRow
     from hermes_sessions.models import Message
     from hermes_sessions.results import AppendResult
     from hermes_sessions.usage import Usage
 
 __all__ = ["forget", "ledger_rows", "ledger_write", "select", "store"]
-
-_COLUMNS = "kind, id, session_id, session_key, status, updated_at, data, version"
-
-
-def _row(values: Sequence[Any]) -> LedgerRow:
-    try:
-        data = json.loads(values[6])
-        return LedgerRow(
-            kind=values[0],
-            id=values[1],
-            session_id=values[2],
-            session_key=values[3],
-            status=values[4],
-            updated_at=from_us(values[5]),
-            data=data,
-            version=values[7],
-        )
-    except (ValueError, TypeError) as error:
-        raise CorruptRecordError(f"ledger row {values[1]!r}: {error}") from error
 
 
 def select(
@@ -65,24 +51,11 @@ def select(
     session_key: str | None,
 ) -> list[LedgerRow]:
     """The rows of ``kind`` passing the filters, by ``(updated_at, id)``."""
-    clauses, params = ["kind = ?"], [kind]
-    if ids is not None:
-        if not ids:
-            return []
-        clauses.append(f"id IN ({', '.join('?' * len(ids))})")
-        params.extend(ids)
-    if status is not None:
-        clauses.append("status = ?")
-        params.append(status)
-    if session_key is not None:
-        clauses.append("session_key = ?")
-        params.append(session_key)
-    found = connection.execute(
-        f"SELECT {_COLUMNS} FROM ledger WHERE {' AND '.join(clauses)} "  # fixed clauses
-        "ORDER BY updated_at, id",
-        params,
-    ).fetchall()
-    return [_row(values) for values in found]
+    statement = select_sql(SQLITE, kind, ids, status, session_key)
+    if statement is None:
+        return []
+    found = connection.execute(*statement).fetchall()
+    return [ledger_from_row(SQLITE, values) for values in found]
 
 
 def store(
@@ -91,33 +64,19 @@ def store(
     """Check the versions of ``written`` and store them (the caller's transaction)."""
     stored: dict[tuple[str, str], int] = {}
     for row in written:
-        found = connection.execute(
-            "SELECT version FROM ledger WHERE kind = ? AND id = ?", (row.kind, row.id)
-        ).fetchone()
+        found = connection.execute(version_sql(SQLITE), (row.kind, row.id)).fetchone()
         if found is not None:
             stored[row.kind, row.id] = found[0]
     check_ledger_versions(written, stored)
     connection.executemany(
-        f"INSERT OR REPLACE INTO ledger ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                row.kind,
-                row.id,
-                row.session_id,
-                row.session_key,
-                row.status,
-                to_us(row.updated_at),
-                compact_json(row.data),
-                row.version,
-            )
-            for row in written_ledger_rows(written, result)
-        ],
+        f"INSERT OR REPLACE INTO ledger ({LEDGER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [ledger_values(SQLITE, row) for row in written_ledger_rows(written, result)],
     )
 
 
 def forget(connection: sqlite3.Connection, session_id: str) -> None:
     """Delete a session's rows (with the session)."""
-    connection.execute("DELETE FROM ledger WHERE session_id = ?", (session_id,))
+    connection.execute(forget_sql(SQLITE), (session_id,))
 
 
 @guarded
@@ -130,7 +89,7 @@ def ledger_rows(
     session_key: str | None = None,
 ) -> list[LedgerRow]:
     """``SQLiteBackend.ledger_rows``: the rows of ``kind`` passing the filters, in one read."""
-    wanted = None if ids is None else list(dict.fromkeys(ids))
+    wanted = unique_ids(ids)
     return backend._read_once(lambda c: select(c, kind, wanted, status, session_key))  # noqa: SLF001
 
 
