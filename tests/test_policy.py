@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -219,6 +220,47 @@ def test_next_reset_both_takes_the_earlier():
     assert next_reset_at(policy, at(5)) == at(6) + timedelta(microseconds=1)
 
 
+# -- daily_and_idle --------------------------------------------------------------------------------
+
+GENTLE = ResetPolicy(mode="daily_and_idle", idle_minutes=60, at_hour=4, timezone="UTC")
+
+
+@pytest.mark.parametrize(
+    ("last", "now", "expected"),
+    [
+        (at(3, 50), at(4, 10), None),  # boundary passed, but the chat was active 20 minutes ago
+        (at(3, 50), at(4, 50), None),  # idle exactly 60 minutes is still fresh (strict)
+        (at(3, 50), at(4, 51), "daily"),  # boundary passed and idle for more than 60 minutes
+        (at(4, 30), at(23, 59), None),  # idle for hours, but no boundary since the last message
+        (at(4), at(6), None),  # activity exactly at the boundary counts as after it
+        (at(4, 30), at(4, 1, day_offset=1), "daily"),  # the next boundary finds it quiet
+        (at(3, 59, 59), at(4, 0, 1, day_offset=1), "daily"),
+    ],
+)
+def test_daily_and_idle_vectors(last, now, expected):
+    """Only a chat both past a boundary and idle for idle_minutes is reset, with reason daily."""
+    assert evaluate_reset(GENTLE, last_activity=last, now=now) == expected
+
+
+def test_daily_and_idle_next_reset_is_the_later_condition():
+    """The first expired instant is when both the boundary and the idle limit have passed."""
+    tiny = timedelta(microseconds=1)
+    assert next_reset_at(GENTLE, at(3, 50)) == at(4, 50) + tiny
+    assert next_reset_at(GENTLE, at(2)) == at(4)
+    assert next_reset_at(GENTLE, at(12)) == at(4, day_offset=1)
+
+
+def test_daily_and_idle_respects_active_work():
+    """Active work blocks a daily_and_idle reset like any other."""
+    assert evaluate_reset(GENTLE, last_activity=at(1), now=at(8), active_work=True) is None
+
+
+def test_daily_and_idle_reads_from_configuration():
+    """The mode is accepted in a session_reset block."""
+    policies = ResetPolicies.from_mapping({"mode": "daily_and_idle", "idle_minutes": 45})
+    assert policies.default.mode == "daily_and_idle"
+
+
 ZONES = st.sampled_from(
     ["UTC", "Asia/Shanghai", NEW_YORK, BERLIN, "Australia/Lord_Howe", "America/Santiago"]
 )
@@ -229,7 +271,7 @@ INSTANTS = st.datetimes(
 )
 POLICIES = st.builds(
     ResetPolicy,
-    mode=st.sampled_from(["idle", "daily", "both"]),
+    mode=st.sampled_from(["idle", "daily", "both", "daily_and_idle"]),
     idle_minutes=st.integers(1, 3000),
     at_hour=st.integers(0, 23),
     timezone=ZONES,
@@ -254,6 +296,30 @@ def test_expiry_is_monotonic_in_time(policy, last, elapsed):
     if evaluate_reset(policy, last_activity=last, now=now) is not None:
         later = now + timedelta(hours=1)
         assert evaluate_reset(policy, last_activity=last, now=later) is not None
+
+
+@given(
+    st.builds(
+        ResetPolicy,
+        mode=st.just("daily_and_idle"),
+        idle_minutes=st.integers(1, 3000),
+        at_hour=st.integers(0, 23),
+        timezone=ZONES,
+    ),
+    INSTANTS,
+    st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=4)),
+)
+def test_daily_and_idle_is_daily_and_idle_together(policy, last, elapsed):
+    """daily_and_idle fires exactly when both the daily and the idle policy would."""
+    now = last + elapsed
+    daily = attrs.evolve(policy, mode="daily")
+    idle = attrs.evolve(policy, mode="idle")
+    both_fire = (
+        evaluate_reset(daily, last_activity=last, now=now) is not None
+        and evaluate_reset(idle, last_activity=last, now=now) is not None
+    )
+    got = evaluate_reset(policy, last_activity=last, now=now)
+    assert got == ("daily" if both_fire else None)
 
 
 # -- construction-time validation ------------------------------------------------------------------

@@ -32,12 +32,15 @@ __all__ = [
     "next_reset_at",
 ]
 
-ResetMode: TypeAlias = Literal["idle", "daily", "both", "none"]
+ResetMode: TypeAlias = Literal["idle", "daily", "both", "daily_and_idle", "none"]
 """When a policy resets a session: after idle time, at a daily hour, either, or never.
+
+``daily_and_idle`` resets at the daily hour only a chat that has also been idle for
+``idle_minutes``, so a conversation going on at the boundary is not cut.
 
 .. versionadded:: 0.1.0
 """
-MODES: Final = ("idle", "daily", "both", "none")
+MODES: Final = ("idle", "daily", "both", "daily_and_idle", "none")
 _ONE_MICROSECOND: Final = timedelta(microseconds=1)
 _LOCALTIME: Final = Path("/etc/localtime")
 _DECLARED_TIMEZONE: Final = Path("/etc/timezone")
@@ -154,7 +157,9 @@ class ResetPolicy:
 
     Args:
         mode: ``idle`` (after ``idle_minutes`` without activity), ``daily`` (at ``at_hour`` in
-            ``timezone``), ``both`` (whichever comes first) or ``none`` (never).
+            ``timezone``), ``both`` (whichever comes first), ``daily_and_idle`` (once a daily
+            boundary has passed since the last activity *and* the chat has been idle for
+            ``idle_minutes``) or ``none`` (never).
         idle_minutes: Minutes without activity before an idle reset (>= 1).
         at_hour: Hour of the daily reset, 0-23, in ``timezone``.
         timezone: IANA zone of the daily reset; ``None`` means the host's zone.
@@ -333,9 +338,12 @@ def evaluate_reset(
     """Return why the session must be reset now (``"idle"`` or ``"daily"``), or ``None``.
 
     Active background work for the key blocks expiry while ``now - last_activity`` is at most
-    ``policy.max_active_work_age``. Under ``both``, idle is checked first. Both comparisons are
-    strict: a session idle for exactly ``idle_minutes`` is kept, and so is one whose last
-    activity was exactly at the daily boundary. (Suspension is the store's business: it wins over
+    ``policy.max_active_work_age``. Under ``both``, idle is checked first. Under
+    ``daily_and_idle`` the reason is ``"daily"``, reported only when a boundary has passed since
+    the last activity and the session has also been idle for more than ``idle_minutes``: a chat
+    active across the boundary carries on until it falls quiet (or until the next boundary finds
+    it quiet). Both comparisons are strict: a session idle for exactly ``idle_minutes`` is kept,
+    and so is one whose last activity was exactly at the daily boundary. (Suspension is the store's business: it wins over
     every policy, ``none`` included.)
 
     .. versionadded:: 0.1.0
@@ -346,7 +354,12 @@ def evaluate_reset(
         policy.max_active_work_age is None or current - last <= policy.max_active_work_age
     ):
         return None
-    if policy.mode in {"idle", "both"} and current > last + timedelta(minutes=policy.idle_minutes):
+    idle = current > last + timedelta(minutes=policy.idle_minutes)
+    if policy.mode == "daily_and_idle":
+        if idle and last < _latest_boundary(current, policy.at_hour, policy.zone):
+            return "daily"
+        return None
+    if policy.mode in {"idle", "both"} and idle:
         return "idle"
     if policy.mode in {"daily", "both"} and last < _latest_boundary(
         current, policy.at_hour, policy.zone
@@ -359,20 +372,25 @@ def next_reset_at(policy: ResetPolicy, last_activity: datetime) -> datetime | No
     """Return the earliest instant (UTC) at which :func:`evaluate_reset` reports a reset.
 
     ``None`` under mode ``none``. Idle expiry is strict, so it comes one microsecond after
-    ``last_activity + idle_minutes``; a daily reset comes exactly at the next boundary. Active
+    ``last_activity + idle_minutes``; a daily reset comes exactly at the next boundary; under
+    ``daily_and_idle`` the later of the two (the first instant both hold). Active
     work is not considered (it is a property of the moment, not of the policy).
 
     .. versionadded:: 0.1.0
     """
     last = _utc(last_activity, "last_activity")
-    candidates: list[datetime] = []
-    if policy.mode in {"idle", "both"}:
-        candidates.append(last + timedelta(minutes=policy.idle_minutes) + _ONE_MICROSECOND)
-    if policy.mode in {"daily", "both"}:
-        zone = policy.zone
-        day = last.astimezone(zone).date()
-        boundary = _boundary_on(day, policy.at_hour, zone)
-        if boundary <= last:
-            boundary = _boundary_on(day + timedelta(days=1), policy.at_hour, zone)
-        candidates.append(boundary)
-    return min(candidates, default=None)
+    if policy.mode == "none":
+        return None
+    idle = last + timedelta(minutes=policy.idle_minutes) + _ONE_MICROSECOND
+    if policy.mode == "idle":
+        return idle
+    zone = policy.zone
+    day = last.astimezone(zone).date()
+    boundary = _boundary_on(day, policy.at_hour, zone)
+    if boundary <= last:
+        boundary = _boundary_on(day + timedelta(days=1), policy.at_hour, zone)
+    if policy.mode == "daily":
+        return boundary
+    if policy.mode == "daily_and_idle":
+        return max(idle, boundary)
+    return min(idle, boundary)

@@ -202,6 +202,23 @@ def test_daily_reset_in_shanghai(store, clock):
     assert second.session_id != first.session_id
 
 
+def test_daily_and_idle_does_not_cut_an_active_chat_at_the_boundary(store, clock):
+    """Under ``daily_and_idle`` a chat active across 04:00 carries on; a quiet one is reset."""
+    policy = ResetPolicy(mode="daily_and_idle", idle_minutes=60, at_hour=4, timezone="UTC")
+    gentle = with_policy(store, policy)
+    clock.set(datetime(2026, 5, 13, 3, 50, tzinfo=UTC))
+    first = gentle.get_or_create(DM)
+    clock.set(datetime(2026, 5, 13, 4, 10, tzinfo=UTC))  # past 04:00, but idle 20 minutes
+    assert gentle.get_or_create(DM).session_id == first.session_id
+    clock.set(datetime(2026, 5, 13, 4, 45, tzinfo=UTC))  # idle 55 minutes: still going
+    assert gentle.get_or_create(DM).session_id == first.session_id
+    clock.set(datetime(2026, 5, 14, 4, 20, tzinfo=UTC))  # the next boundary finds it quiet
+    second = gentle.get_or_create(DM)
+    assert second.reset is not None
+    assert second.reset.reason == "daily"
+    assert second.session_id != first.session_id
+
+
 def test_daily_reset_across_dst(store, clock):
     """On the spring-forward night the 02:00 reset happens at 03:00 EDT, exactly once."""
     daily = with_policy(store, ResetPolicy(mode="daily", at_hour=2, timezone="America/New_York"))
