@@ -343,8 +343,8 @@ def evaluate_reset(
     the last activity and the session has also been idle for more than ``idle_minutes``: a chat
     active across the boundary carries on until it falls quiet (or until the next boundary finds
     it quiet). Both comparisons are strict: a session idle for exactly ``idle_minutes`` is kept,
-    and so is one whose last activity was exactly at the daily boundary. (Suspension is the store's business: it wins over
-    every policy, ``none`` included.)
+    and so is one whose last activity was exactly at the daily boundary. (Suspension is the
+    store's business: it wins over every policy, ``none`` included.)
 
     .. versionadded:: 0.1.0
     """
