@@ -31,3 +31,29 @@ def reply(text: str) -> Message:
 def with_policy(store: SessionStore, policy: ResetPolicy) -> SessionStore:
     """The same store with ``policy`` as its default reset policy."""
     return attrs.evolve(store, resets=ResetPolicies(policy))
+
+
+def inject_before_delete(monkeypatch, store, session_id, action):
+    """Run ``action`` once, right before the backend deletes ``session_id`` (however it does).
+
+    The backend class is patched (its instances are slotted); the patch ends with the test.
+    """
+    kind = type(store.backend)
+    apply, delete = kind.apply, kind.delete_session
+    pending = [action]
+
+    def run_pending(target: str) -> None:
+        if target == session_id and pending:
+            pending.pop()()
+
+    def injected_apply(self, plan):
+        for dropped, _revision in getattr(plan, "drop", ()):
+            run_pending(dropped)
+        return apply(self, plan)
+
+    def injected_delete(self, target):
+        run_pending(target)
+        return delete(self, target)
+
+    monkeypatch.setattr(kind, "apply", injected_apply)
+    monkeypatch.setattr(kind, "delete_session", injected_delete)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from store_scenarios import DM, reply, user
+from store_scenarios import DM, inject_before_delete, reply, user
 
 from hermes_sessions import SessionInUseError, SessionNotFoundError
 
@@ -41,6 +41,40 @@ def test_delete_with_force_moves_the_key_on_first(store):
     current = store.entry(lookup.entry.session_key)
     assert current.session_id != lookup.session_id
     assert list(store.search("delete")) == []
+
+
+def test_a_resume_between_the_check_and_the_delete_keeps_the_session(store, monkeypatch):
+    """A /resume landing after delete's check, just before its delete: refused, nothing lost."""
+    key = store.get_or_create(DM).entry.session_key
+    old = store.entry(key).session_id
+    store.append(old, user("keep me"))
+    store.reset(key)
+
+    def resume_and_talk() -> None:
+        store.resume(key, old)
+        store.append(old, user("acknowledged after the resume"))
+
+    inject_before_delete(monkeypatch, store, old, resume_and_talk)
+    with pytest.raises(SessionInUseError):
+        store.delete(old)
+    assert store.entry(key).session_id == old
+    assert [m.content for m in store.transcript(old)] == [
+        "keep me",
+        "acknowledged after the resume",
+    ]
+
+
+def test_a_forced_delete_moves_a_key_that_arrived_meanwhile(store, monkeypatch):
+    """With force, a key that resumed the session just before the delete is moved off too."""
+    key = store.get_or_create(DM).entry.session_key
+    old = store.entry(key).session_id
+    store.reset(key)
+    inject_before_delete(monkeypatch, store, old, lambda: store.resume(key, old))
+    assert store.delete(old, force=True) == (key,)
+    with pytest.raises(SessionNotFoundError):
+        store.session(old)
+    assert store.entry(key).session_id != old
+    store.append(store.entry(key).session_id, user("the chat goes on"))
 
 
 def test_delete_an_ended_session_orphans_its_children(store):

@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_scenarios import inject_before_delete
 
 from hermes_sessions import (
     Message,
@@ -365,32 +366,6 @@ def test_a_key_moved_onto_a_chosen_session_during_the_pass_keeps_it(store, clock
     assert ids[0] in report.spared
     assert ids[0] not in report.session_ids
     assert ids[1] in report.session_ids
-
-
-def inject_before_delete(monkeypatch, store, session_id, action):
-    """Run ``action`` once, right before the backend deletes ``session_id`` (however it does).
-
-    The backend class is patched (its instances are slotted); the patch ends with the test.
-    """
-    kind = type(store.backend)
-    apply, delete = kind.apply, kind.delete_session
-    pending = [action]
-
-    def run_pending(target: str) -> None:
-        if target == session_id and pending:
-            pending.pop()()
-
-    def injected_apply(self, plan):
-        for dropped, _revision in getattr(plan, "drop", ()):
-            run_pending(dropped)
-        return apply(self, plan)
-
-    def injected_delete(self, target):
-        run_pending(target)
-        return delete(self, target)
-
-    monkeypatch.setattr(kind, "apply", injected_apply)
-    monkeypatch.setattr(kind, "delete_session", injected_delete)
 
 
 def test_a_resume_between_the_last_check_and_the_delete_keeps_the_session(

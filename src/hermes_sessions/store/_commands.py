@@ -306,34 +306,33 @@ def delete(store: SessionStore, session_id: str, *, force: bool) -> tuple[str, .
     """Delete a session; with ``force``, first move every key pointing at it to a new session.
 
     Returns the keys that were moved on. Without ``force`` a session a key points to is refused
-    with ``SessionInUseError``; children are orphaned, not deleted.
+    with ``SessionInUseError``; children are orphaned, not deleted. The delete itself is
+    conditional (:attr:`RotationPlan.drop`): a key that reaches the session after the check (a
+    ``/resume``) keeps it, and the check runs again.
     """
-    record = store.session(session_id)
     moved: list[str] = []
     last: ConflictError | None = None
     for attempt in range(_rotations.MAX_ATTEMPTS):
+        record = store.session(session_id)
         entries = store.backend.entries(session_id=record.id)
-        if not entries:
-            break
-        if not force:
+        if entries and not force:
             raise SessionInUseError(record.id, [e.session_key for e in entries])
-        raced = False
-        for entry in entries:
-            source = entry.origin or _rotations.source_of(record)
-            try:
+        try:
+            for entry in entries:
+                source = entry.origin or _rotations.source_of(record)
                 store._rotate(  # noqa: SLF001  # the store's own helper
                     entry, source, store.clock.now(), "session_reset"
                 )
-            except ConflictError as error:  # the key moved meanwhile: re-read the entries
-                last, raced = error, True
-            else:
-                moved.append(entry.session_key)
-        if raced:
+                if entry.session_key not in moved:
+                    moved.append(entry.session_key)
+            if not entries:
+                plan = RotationPlan(at=store.clock.now(), drop=[(record.id, record.revision)])
+                store.backend.apply(plan)
+                return tuple(moved)
+        except ConflictError as error:  # a key moved or reached the session meanwhile: again
+            last = error
             _rotations.back_off(attempt)
-    else:  # pragma: no cover  # needs MAX_ATTEMPTS lost races in a row
-        raise _rotations.gave_up(entries[0].session_key, last) from last
-    store.backend.delete_session(record.id)
-    return tuple(moved)
+    raise _rotations.gave_up(session_id, last) from last  # pragma: no cover  # lost every race
 
 
 def compress(
