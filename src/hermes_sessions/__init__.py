@@ -109,6 +109,7 @@ if TYPE_CHECKING:
     from hermes_sessions.state import DELETE, SessionState, StateScope
     from hermes_sessions.store import (
         AnchoredView,
+        EndingSession,
         EraseReport,
         IncognitoPolicy,
         KeyMigrationReport,
@@ -228,6 +229,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
     ),
     "hermes_sessions.store": (
         "AnchoredView",
+        "EndingSession",
         "EraseReport",
         "IncognitoPolicy",
         "KeyMigrationReport",
@@ -279,6 +281,7 @@ __all__ = [
     "DecryptionError",
     "EncryptionKeyError",
     "EncryptionMismatchError",
+    "EndingSession",
     "EraseReport",
     "FrozenClock",
     "HermesSessionsError",

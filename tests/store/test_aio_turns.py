@@ -266,6 +266,7 @@ def test_every_public_store_method_has_an_async_twin():
         "key_for",
         "is_incognito",
         "on_rotate",
+        "before_rotate",
         "open",
         "compression_lease",
         "lock",

@@ -15,11 +15,17 @@ from hermes_sessions.aio._memory import (
     handle_memory_async,
     handle_session_search_async,
 )
-from hermes_sessions.aio._store import AsyncSessionStore, RotateCallback, Turn
+from hermes_sessions.aio._store import (
+    AsyncSessionStore,
+    BeforeRotateCallback,
+    RotateCallback,
+    Turn,
+)
 
 __all__ = [
     "AsyncMemoryStore",
     "AsyncSessionStore",
+    "BeforeRotateCallback",
     "RotateCallback",
     "Turn",
     "handle_memory_async",

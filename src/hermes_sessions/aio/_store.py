@@ -23,11 +23,12 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Literal, ParamSpec, Self, TypeVar, Unpack
 
 import attrs
 
 from hermes_sessions.aio import _maintenance, _migration
+from hermes_sessions.aio._callbacks import LoopCallbacks
 from hermes_sessions.aio._ledger import AsyncLedger
 from hermes_sessions.aio._ownership import KeyLocks
 from hermes_sessions.aio._searching import AsyncSearches
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from hermes_sessions.results import AppendResult
     from hermes_sessions.state import SessionState, StateDelta
     from hermes_sessions.store import (
+        EndingSession,
         EraseReport,
         Lineage,
         MemoryEraser,
@@ -70,7 +72,7 @@ if TYPE_CHECKING:
     from hermes_sessions.usage import Usage
     from hermes_sessions.window import ContextWindow
 
-__all__ = ["AsyncSessionStore", "RotateCallback", "Turn"]
+__all__ = ["AsyncSessionStore", "BeforeRotateCallback", "RotateCallback", "Turn"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +81,14 @@ R = TypeVar("R")
 
 RotateCallback = Callable[["RotateEvent"], None] | Callable[["RotateEvent"], Awaitable[None]]
 """An ``on_rotate`` callback: a function, or a coroutine function run on the event loop.
+
+.. versionadded:: 0.1.0
+"""
+
+BeforeRotateCallback = (
+    Callable[["EndingSession"], None] | Callable[["EndingSession"], Awaitable[None]]
+)
+"""A ``before_rotate`` callback: a function, or a coroutine function the rotation waits for.
 
 .. versionadded:: 0.1.0
 """
@@ -104,8 +114,7 @@ class AsyncSessionStore(AsyncSearches):
     _keys: KeyLocks = attrs.field(factory=KeyLocks, init=False)
     _writes: WritePool = attrs.field(init=False)  # see _writers
     _turns: dict[str, list[Turn]] = attrs.field(factory=dict, init=False)
-    _loop: asyncio.AbstractEventLoop | None = attrs.field(default=None, init=False)
-    _callbacks: set[asyncio.Future[None]] = attrs.field(factory=set, init=False)
+    _on_loop: LoopCallbacks = attrs.field(factory=LoopCallbacks, init=False)
     _maintenance: asyncio.Task[None] | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -133,7 +142,7 @@ class AsyncSessionStore(AsyncSearches):
         return cls(await asyncio.get_running_loop().run_in_executor(None, opening, home, backend))
 
     async def _run(self, function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
-        loop = self._loop = asyncio.get_running_loop()
+        loop = self._on_loop.loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._executor, functools.partial(function, *args, **kwargs)
         )
@@ -145,8 +154,7 @@ class AsyncSessionStore(AsyncSearches):
         if self._maintenance is not None:
             self._maintenance.cancel()
             await asyncio.gather(self._maintenance, return_exceptions=True)
-        if self._callbacks:
-            await asyncio.gather(*self._callbacks, return_exceptions=True)
+        await self._on_loop.drain()
         await self._run(self.store.close)
         self._writes.shutdown()
 
@@ -171,32 +179,25 @@ class AsyncSessionStore(AsyncSearches):
         if not inspect.iscoroutinefunction(callback):
             self.store.on_rotate(callback)  # type: ignore[arg-type]  # not a coroutine function
             return callback
-        with contextlib.suppress(RuntimeError):  # registered outside a running loop
-            self._loop = asyncio.get_running_loop()
-
-        def on_loop(event: RotateEvent) -> None:
-            loop = self._loop
-            if loop is None or loop.is_closed():
-                logger.warning("on_rotate coroutine %r dropped: no running event loop", callback)
-                return
-            loop.call_soon_threadsafe(self._start_callback, callback, event)
-
-        self.store.on_rotate(on_loop)
+        self._on_loop.capture()
+        self.store.on_rotate(self._on_loop.later(callback, "on_rotate"))
         return callback
 
-    def _start_callback(self, callback: Callable[[RotateEvent], Any], event: RotateEvent) -> None:
-        task: asyncio.Future[None] = asyncio.ensure_future(callback(event))
-        self._callbacks.add(task)
-        task.add_done_callback(functools.partial(self._callback_done, callback, event))
+    def before_rotate(self, callback: BeforeRotateCallback) -> BeforeRotateCallback:
+        """Call ``callback`` before a rotation ends a session; usable as a decorator.
 
-    def _callback_done(
-        self, callback: object, event: RotateEvent, task: asyncio.Future[None]
-    ) -> None:
-        self._callbacks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error(
-                "on_rotate callback %r failed for %s", callback, event, exc_info=task.exception()
-            )
+        See :meth:`SessionStore.before_rotate`. A plain function runs in the worker thread that
+        rotates. A coroutine function runs on the event loop and the rotation waits for it (the
+        worker thread waits, the loop does not), so the session is still open while it runs; it
+        may read the store but must not write to the rotating key, which the rotation holds.
+        What it raises is logged and the rotation goes ahead.
+        """
+        if not inspect.iscoroutinefunction(callback):
+            self.store.before_rotate(callback)  # type: ignore[arg-type]  # not a coroutine function
+            return callback
+        self._on_loop.capture()
+        self.store.before_rotate(self._on_loop.waited(callback, "before_rotate"))
+        return callback
 
     def _follow(self, event: RotateEvent) -> None:
         """Keep the turns held on a rotated key pointing at its new session."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
 from hermes_sessions.store._ledger import DEFAULT_CLAIM_TTL, Acceptance, Answer, Ledger
 from hermes_sessions.store._lineage import Lineage, LineageLink
-from hermes_sessions.store._rotations import RotateEvent, SessionLookup
+from hermes_sessions.store._rotations import EndingSession, RotateEvent, SessionLookup
 from hermes_sessions.store._session_store import SessionStore, StoreOptions
 from hermes_sessions.store._views import AnchoredView
 
@@ -46,6 +46,7 @@ __all__ = [
     "AnchoredView",
     "Answer",
     "Collisions",
+    "EndingSession",
     "EraseReport",
     "IncognitoPolicy",
     "IncognitoRouter",

@@ -23,6 +23,7 @@ from hermes_sessions.exceptions import (
 from hermes_sessions.models import ResetDecision, stamped
 from hermes_sessions.protocols import EntryWrite, RotationPlan
 from hermes_sessions.store import _incognito, _rotations, _state, _titles, _views
+from hermes_sessions.store._lineage import COMPRESSION
 from hermes_sessions.store._rotations import SessionLookup
 from hermes_sessions.store._targets import ResumeFilter, TargetResolver
 from hermes_sessions.titles import sanitize_title
@@ -350,6 +351,9 @@ def compress(
             for m in messages
         ]
 
+        store._before(  # noqa: SLF001  # the store's own helper
+            RotationPlan(at=now, end=[(parent.id, COMPRESSION)]), parent.session_key
+        )
         for lost in range(_rotations.MAX_ATTEMPTS):
             title = None
             if parent.title is not None:

@@ -19,6 +19,7 @@ from hermes_sessions import backoff
 from hermes_sessions.exceptions import ConflictError, LeaseHeldError
 from hermes_sessions.ids import new_session_id
 from hermes_sessions.models import (
+    EndReason,
     Message,
     ResetDecision,
     ResetReason,
@@ -33,7 +34,7 @@ from hermes_sessions.state import SessionState
 from hermes_sessions.store._lineage import BRANCH_MARKER, COMPRESSION
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from datetime import datetime
 
     from hermes_sessions.keys import KeyPolicy
@@ -43,14 +44,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_ATTEMPTS",
+    "EndingSession",
     "RotateEvent",
     "SessionLookup",
     "SwitchReason",
     "back_off",
     "branch_child",
+    "call_each",
     "compression_child",
     "compression_plan",
     "copy",
+    "ending",
     "events",
     "expiry",
     "first_contact_plan",
@@ -122,6 +126,47 @@ class RotateEvent:
     ``branched`` or ``compression``."""
     entry: SessionEntry | None = None
     """The key's routing entry as the rotation wrote it."""
+
+
+@attrs.frozen(kw_only=True)
+class EndingSession:
+    """A session a rotation is about to end (passed to ``before_rotate`` callbacks).
+
+    The session is still open and its key still points at it, so a host can read its
+    transcript and state (to flush memory from it) before the rotation goes ahead.
+
+    .. versionadded:: 0.1.0
+    """
+
+    session_key: str | None
+    """The key the rotation moves off the session (``None`` for a session without one)."""
+    session_id: str
+    """The session that ends."""
+    reason: EndReason | str
+    """Why it ends: ``idle``, ``daily``, ``suspended``, ``retention``, ``session_reset``,
+    ``session_switch``, ``branched`` or ``compression`` (the end reason the session gets)."""
+
+
+def ending(plan: RotationPlan, session_key: str | None) -> list[EndingSession]:
+    """The sessions ``plan`` ends, as ``before_rotate`` callbacks hear about them."""
+    return [
+        EndingSession(session_key=session_key, session_id=session_id, reason=reason)
+        for session_id, reason in plan.end
+    ]
+
+
+def call_each(callbacks: Sequence[Callable[[T], object]], items: Iterable[T], hook: str) -> None:
+    """Call every callback with every item; one that raises is logged and the rest still run."""
+    for item in items:
+        for callback in callbacks:
+            try:
+                callback(item)
+            except Exception:
+                import logging  # noqa: PLC0415  # loaded when a callback fails, not per process
+
+                logging.getLogger(__name__).exception(
+                    "%s callback %r failed for %s", hook, callback, item
+                )
 
 
 def back_off(lost: int) -> None:

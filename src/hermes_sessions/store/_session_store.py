@@ -40,6 +40,7 @@ from hermes_sessions.store import (
 from hermes_sessions.store._incognito import IncognitoPolicy, IncognitoRouter
 from hermes_sessions.store._ledger import LedgerMode
 from hermes_sessions.store._options import DEFAULT_LEASE_TTL, StoreOptions, identity
+from hermes_sessions.store._rotations import EndingSession as Ending
 from hermes_sessions.store._rotations import RotateEvent, SessionLookup, SwitchReason
 from hermes_sessions.store._searching import Searches
 from hermes_sessions.window import ContextWindow, context_window
@@ -100,6 +101,7 @@ class SessionStore(Searches, ClosesOnExit, LedgerMode):
     incognito: IncognitoPolicy | None = attrs.field(default=None, kw_only=True)
     ledger_on: bool = attrs.field(default=False, kw_only=True, alias="ledger")
     _rotate_callbacks: list[Callable[[RotateEvent], None]] = attrs.field(factory=list, init=False)
+    _before_hooks: list[Callable[[Ending], None]] = attrs.field(factory=list, init=False)
 
     def __attrs_post_init__(self) -> None:
         require_plain_store(self.backend)  # an encrypted store needs its cipher
@@ -145,20 +147,30 @@ class SessionStore(Searches, ClosesOnExit, LedgerMode):
         self._rotate_callbacks.append(callback)
         return callback
 
-    def _notify(self, events: Sequence[RotateEvent]) -> None:
-        for event in events:
-            for callback in self._rotate_callbacks:
-                try:
-                    callback(event)
-                except Exception:
-                    import logging  # noqa: PLC0415  # loaded when a callback fails, not per process
+    def before_rotate(self, callback: Callable[[Ending], None]) -> Callable[[Ending], None]:
+        """Call ``callback`` before a rotation ends a session; usable as a decorator.
 
-                    logging.getLogger(__name__).exception(
-                        "on_rotate callback %r failed for %s", callback, event
-                    )
+        It gets an :class:`~hermes_sessions.store.EndingSession` (key, ending session id,
+        reason) while that session is still open and its key still points at it — on every
+        reset, ``/new``, resume, branch, compression and retention rotation — so a host can
+        flush memory from it. It runs in the rotating thread; it may read the store but must
+        not rotate the same key. One that raises is logged and the rotation goes ahead. A
+        rotation that loses a race is retried, so it may hear of a session twice.
+        """
+        self._before_hooks.append(callback)
+        return callback
+
+    def _before(self, plan: RotationPlan, session_key: str | None) -> None:
+        ending = _rotations.ending(plan, session_key) if self._before_hooks else ()
+        _rotations.call_each(self._before_hooks, ending, "before_rotate")
+
+    def _notify(self, events: Sequence[RotateEvent]) -> None:
+        _rotations.call_each(self._rotate_callbacks, events, "on_rotate")
 
     def _rotate_one(self, plan: RotationPlan, old: str | None, why: RotateReason) -> SessionEntry:
         """Apply a plan writing one entry; ``ConflictError`` if another writer got there first."""
+        if plan.end:
+            self._before(plan, plan.entries[0].entry.session_key if plan.entries else None)
         written = self.backend.apply(plan)
         self._notify(_rotations.events(written, old, why))
         return written[0]
