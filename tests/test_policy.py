@@ -11,7 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hermes_sessions import ResetPolicies, ResetPolicy, evaluate_reset, host_timezone, next_reset_at
+from hermes_sessions import (
+    ResetPolicies,
+    ResetPolicy,
+    evaluate_reset,
+    exceeds_size,
+    host_timezone,
+    next_reset_at,
+)
 from hermes_sessions import policy as policy_module
 
 UTC_DAILY = ResetPolicy(mode="daily", timezone="UTC")
@@ -495,3 +502,32 @@ def test_host_zone_falls_back_to_utc_with_a_warning(tmp_path):
 def test_policy_without_timezone_uses_the_host_zone():
     """``timezone=None`` resolves to the host zone when evaluated."""
     assert ResetPolicy().zone == ZoneInfo("UTC")
+
+
+# -- size limits -----------------------------------------------------------------------------------
+
+
+LIMITS = st.one_of(st.none(), st.integers(1, 10_000))
+
+
+@given(LIMITS, LIMITS, st.integers(0, 20_000), st.integers(0, 20_000))
+def test_exceeds_size_is_either_limit_reached(max_messages, max_tokens, messages, tokens):
+    """Rotation by size fires exactly when a set limit is reached, and stays fired as it grows."""
+    policy = ResetPolicy(mode="none", max_messages=max_messages, max_tokens=max_tokens)
+    expected = (max_messages is not None and messages >= max_messages) or (
+        max_tokens is not None and tokens >= max_tokens
+    )
+    assert exceeds_size(policy, messages=messages, tokens=tokens) is expected
+    if expected:
+        assert exceeds_size(policy, messages=messages + 1, tokens=tokens + 1)
+
+
+def test_size_limits_are_validated_and_read_from_configuration():
+    """Limits are ints >= 1 or None, checked at construction, and configurable."""
+    with pytest.raises(ValueError, match="max_messages"):
+        ResetPolicy(max_messages=0)
+    with pytest.raises(TypeError, match="max_tokens"):
+        ResetPolicy(max_tokens=1.5)  # type: ignore[arg-type]
+    policies = ResetPolicies.from_mapping({"mode": "none", "max_messages": 200, "max_tokens": 9000})
+    assert (policies.default.max_messages, policies.default.max_tokens) == (200, 9000)
+    assert not exceeds_size(ResetPolicy(), messages=10**9, tokens=10**9)  # no limit by default

@@ -94,6 +94,7 @@ if TYPE_CHECKING:
         ResetPolicies,
         ResetPolicy,
         evaluate_reset,
+        exceeds_size,
         host_timezone,
         next_reset_at,
     )
@@ -216,6 +217,7 @@ _MODULES: Final[dict[str, tuple[str, ...]]] = {
         "ResetPolicies",
         "ResetPolicy",
         "evaluate_reset",
+        "exceeds_size",
         "host_timezone",
         "next_reset_at",
     ),
@@ -359,6 +361,7 @@ __all__ = [
     "build_session_key",
     "default_home",
     "evaluate_reset",
+    "exceeds_size",
     "handle_memory",
     "handle_session_search",
     "host_timezone",

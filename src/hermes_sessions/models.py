@@ -21,7 +21,7 @@ import operator
 import re
 from datetime import datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
 import attrs
 
@@ -59,9 +59,9 @@ MessageContent: TypeAlias = str | list[JSONObject] | None
 .. versionadded:: 0.1.0
 """
 
-ResetReason: TypeAlias = Literal["idle", "daily", "suspended", "retention"]
-"""Why a session was reset automatically (``retention``: a retention pass deleted the key's
-live session, older than its age rule; see ``docs/retention.md``).
+ResetReason: TypeAlias = Literal["idle", "daily", "suspended", "retention", "size"]
+"""Why a session was reset automatically (``retention``: a retention pass deleted the key's old
+live session, see ``docs/retention.md``; ``size``: it reached ``max_messages``/``max_tokens``).
 
 .. versionadded:: 0.1.0
 """
@@ -77,6 +77,7 @@ EndReason: TypeAlias = Literal[
     "pruned",
     "key_merged",
     "retention",
+    "size",
 ]
 """Why the library ends a session (``key_merged``: a key migration merged it into another key's
 history, see ``docs/key-migration.md``). Hosts may end sessions with reasons of their own, so
@@ -95,6 +96,7 @@ RotateReason: TypeAlias = Literal[
     "branched",
     "compression",
     "retention",
+    "size",
 ]
 """Why a key's session id changed (``RotateEvent.reason``): first contact, an automatic reset,
 ``/new``, ``/resume``, ``/branch`` or compression.
@@ -593,8 +595,6 @@ class ResetDecision:
     .. versionadded:: 0.1.0
     """
 
-    reason: ResetReason = attrs.field(
-        validator=attrs.validators.in_(("idle", "daily", "suspended", "retention"))
-    )
+    reason: ResetReason = attrs.field(validator=attrs.validators.in_(get_args(ResetReason)))
     previous_session_id: str = attrs.field(validator=_session_id)
     notify: bool = attrs.field(validator=_bool)

@@ -28,6 +28,7 @@ __all__ = [
     "ResetPolicies",
     "ResetPolicy",
     "evaluate_reset",
+    "exceeds_size",
     "host_timezone",
     "next_reset_at",
 ]
@@ -137,6 +138,11 @@ def _work_age(_instance: object, _attribute: attrs.Attribute[Any], value: object
         )
 
 
+def _limit(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        _int_in(1, None)(_instance, attribute, value)
+
+
 def _bool(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"{attribute.name} must be a bool, got {type(value).__name__}")
@@ -167,6 +173,10 @@ class ResetPolicy:
         notify_exclude_platforms: Platforms never notified (machine clients).
         max_active_work_age: Active background work keeps a session alive only while its last
             activity is at most this old; ``None`` removes the cap (Hermes's behaviour).
+        max_messages: Rotate the live session once it holds this many messages (``None``: no
+            limit). Applies under every mode, ``none`` included.
+        max_tokens: Rotate the live session once its transcript is estimated at this many tokens
+            (:func:`~hermes_sessions.window.estimate_tokens`; ``None``: no limit).
 
     Invalid values raise ``ValueError`` here, at construction, never later.
 
@@ -184,6 +194,8 @@ class ResetPolicy:
     max_active_work_age: timedelta | None = attrs.field(
         default=timedelta(hours=24), validator=_work_age
     )
+    max_messages: int | None = attrs.field(default=None, validator=_limit)
+    max_tokens: int | None = attrs.field(default=None, validator=_limit)
 
     @property
     def zone(self) -> ZoneInfo:
@@ -208,6 +220,8 @@ _POLICY_KEYS: Final = frozenset(
         "notify",
         "notify_exclude_platforms",
         "max_active_work_minutes",
+        "max_messages",
+        "max_tokens",
     }
 )
 
@@ -366,6 +380,24 @@ def evaluate_reset(
     ):
         return "daily"
     return None
+
+
+def exceeds_size(policy: ResetPolicy, *, messages: int, tokens: int = 0) -> bool:
+    """Whether a live session of ``messages`` messages and ``tokens`` tokens must rotate.
+
+    True once it holds at least ``policy.max_messages`` messages or ``policy.max_tokens``
+    tokens (a limit of ``None`` never fires). The store then moves the key to a child session
+    (its parent the full one, which ends ``size``) with the same session state, like
+    compression, and the lookup reports ``reset.reason == "size"``.
+
+    >>> exceeds_size(ResetPolicy(max_messages=100), messages=100)
+    True
+
+    .. versionadded:: 0.1.0
+    """
+    if policy.max_messages is not None and messages >= policy.max_messages:
+        return True
+    return policy.max_tokens is not None and tokens >= policy.max_tokens
 
 
 def next_reset_at(policy: ResetPolicy, last_activity: datetime) -> datetime | None:

@@ -21,12 +21,14 @@ from hermes_sessions.exceptions import (
     TitleConflictError,
 )
 from hermes_sessions.models import ResetDecision, stamped
+from hermes_sessions.policy import exceeds_size
 from hermes_sessions.protocols import EntryWrite, RotationPlan
 from hermes_sessions.store import _incognito, _rotations, _state, _titles, _views
 from hermes_sessions.store._lineage import COMPRESSION
 from hermes_sessions.store._rotations import SessionLookup
 from hermes_sessions.store._targets import ResumeFilter, TargetResolver
 from hermes_sessions.titles import sanitize_title
+from hermes_sessions.window import estimate_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -187,14 +189,53 @@ def get_or_create(
             return _reset_while_silent(store, source, entry, policy, now)
         reason = _rotations.expiry(policy, entry, now, store.active_work)
         if reason is None and not force_new:
-            return _unchanged(store, source, entry, state)
-        rotated = store._rotate(entry, source, now, reason or "session_reset")  # noqa: SLF001
+            if not _oversize(store, policy, entry):
+                return _unchanged(store, source, entry, state)
+            reason = "size"
+        rotated = (
+            _size_rotation(store, entry, now)
+            if reason == "size"
+            else store._rotate(entry, source, now, reason or "session_reset")  # noqa: SLF001
+        )
         decision = None
         if reason is not None:
             decision = _rotations.reset_decision(reason, entry, policy, source.platform)
         return _lookup(store, source, rotated, created=True, reset=decision)
 
     return _rotations.retrying(key, attempt)
+
+
+def _oversize(store: SessionStore, policy: ResetPolicy, entry: SessionEntry) -> bool:
+    """Whether ``entry``'s live session reached ``policy``'s size limits (read only if set)."""
+    if policy.max_messages is None and policy.max_tokens is None:
+        return False
+    record = store.session(entry.session_id)
+    tokens = 0
+    if policy.max_tokens is not None:  # the session is capped, so reading it is bounded
+        tokens = sum(estimate_tokens(m) for m in store.transcript(entry.session_id))
+    return exceeds_size(policy, messages=record.message_count, tokens=tokens)
+
+
+def _size_rotation(store: SessionStore, entry: SessionEntry, now: datetime) -> SessionEntry:
+    """Move ``entry``'s key to a child of its full session, like compression but empty.
+
+    The child names the full session as its parent, takes its session state and the next title
+    of its lineage; the full session ends ``size``.
+    """
+    parent = store.session(entry.session_id)
+    title = None
+    if parent.title is not None:
+        titles = _lane_titles(store, parent.session_key)
+        title = _titles.next_title(titles, parent.title, _titles.owner(parent))
+    child = _rotations.compression_child(parent, now, title)
+    moved = attrs.evolve(entry, session_id=child.id, updated_at=max(now, entry.updated_at))
+    plan = _rotations.switch_plan(
+        entry, moved, "size", now, create=child, copy_state_from=parent.id
+    )
+    try:
+        return store._rotate_one(plan, entry.session_id, "size")  # noqa: SLF001
+    except TitleConflictError as error:  # the lineage's next number was taken: re-read, again
+        raise ConflictError(session_id=error.other_session_id) from error
 
 
 def _reset_while_silent(

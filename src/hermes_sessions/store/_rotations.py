@@ -122,8 +122,8 @@ class RotateEvent:
     old_session_id: str | None
     new_session_id: str
     reason: RotateReason
-    """``created``, ``idle``, ``daily``, ``suspended``, ``session_reset``, ``session_switch``,
-    ``branched`` or ``compression``."""
+    """``created``, ``idle``, ``daily``, ``suspended``, ``retention``, ``size``,
+    ``session_reset``, ``session_switch``, ``branched`` or ``compression``."""
     entry: SessionEntry | None = None
     """The key's routing entry as the rotation wrote it."""
 
@@ -143,7 +143,7 @@ class EndingSession:
     session_id: str
     """The session that ends."""
     reason: EndReason | str
-    """Why it ends: ``idle``, ``daily``, ``suspended``, ``retention``, ``session_reset``,
+    """Why it ends: ``idle``, ``daily``, ``suspended``, ``retention``, ``size``, ``session_reset``,
     ``session_switch``, ``branched`` or ``compression`` (the end reason the session gets)."""
 
 
