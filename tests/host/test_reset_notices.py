@@ -84,3 +84,14 @@ def test_templates_are_replaceable():
     templates = attrs.evolve(NOTICES_EN, idle_user="New chat after {duration} away.")
     notice = reset_notice(decision("idle"), ResetPolicy(idle_minutes=45), templates=templates)
     assert notice.user_text == "New chat after 45m away."
+
+
+@pytest.mark.parametrize("templates", [NOTICES_EN, NOTICES_ZH])
+@pytest.mark.parametrize("reason", ["size", "retention"])
+def test_size_and_retention_resets_have_notices(templates, reason):
+    """Every ResetReason has texts: a size rotation and a retention reset are announced too."""
+    notice = reset_notice(decision(reason), ResetPolicy(), templates=templates)
+    assert notice.reason == reason
+    assert notice.user_text
+    assert notice.system_note.startswith("[")
+    assert notice.user_text != reset_notice(decision("idle"), ResetPolicy()).user_text

@@ -44,6 +44,14 @@ class NoticeTemplates:
         "◐ Started a fresh conversation: the previous one was suspended. "
         "Say /resume to go back to it."
     )
+    size_user: str = (
+        "◐ This conversation grew long, so it goes on in a new session. "
+        "Say /resume to go back to the previous one."
+    )
+    retention_user: str = (
+        "◐ Started a fresh conversation: the previous one was deleted under the data "
+        "retention policy."
+    )
     idle_note: str = (
         "[System note: the previous session ended after {duration} of inactivity and this is a "
         "new session. Earlier messages are not in your context; search past sessions if the user "
@@ -56,6 +64,15 @@ class NoticeTemplates:
     suspended_note: str = (
         "[System note: the previous session was suspended and this is a new session. Earlier "
         "messages are not in your context; search past sessions if the user refers to them.]"
+    )
+    size_note: str = (
+        "[System note: the previous session reached its size limit and this session continues "
+        "it. Earlier messages are not in your context; search past sessions if the user refers "
+        "to them.]"
+    )
+    retention_note: str = (
+        "[System note: the previous session was deleted under the retention policy and this is "
+        "a new session. Its messages are gone.]"
     )
     hours: str = "{}h"
     minutes: str = "{}m"
@@ -77,7 +94,7 @@ class ResetNotice:
     """
 
     reason: str
-    """``idle``, ``daily`` or ``suspended``."""
+    """``idle``, ``daily``, ``suspended``, ``retention`` or ``size``."""
     user_text: str | None
     """What to tell the person; ``None`` when the policy says not to notify on this platform."""
     system_note: str
