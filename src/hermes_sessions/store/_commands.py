@@ -355,7 +355,12 @@ def delete(store: SessionStore, session_id: str, *, force: bool) -> tuple[str, .
     moved: list[str] = []
     last: ConflictError | None = None
     for attempt in range(_rotations.MAX_ATTEMPTS):
-        record = store.session(session_id)
+        try:
+            record = store.session(session_id)
+        except SessionNotFoundError:
+            if not moved:
+                raise
+            return tuple(moved)  # ending it deleted it (an incognito lane keeps no ended session)
         entries = store.backend.entries(session_id=record.id)
         if entries and not force:
             raise SessionInUseError(record.id, [e.session_key for e in entries])
