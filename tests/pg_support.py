@@ -88,7 +88,11 @@ def drop_schemas(prefix: str) -> int:
 
 
 def schema_rows(directory: Path) -> dict[str, list[str]]:
-    """Every row of every table in ``directory``'s schema, as PostgreSQL's text of the row."""
+    """Every row of every table in ``directory``'s schema, as PostgreSQL's text of the row.
+
+    Tables by name and rows sorted: a query without ``ORDER BY`` returns rows in no fixed order,
+    so two reads of an unchanged schema could differ.
+    """
     import psycopg  # noqa: PLC0415
     from psycopg import sql  # noqa: PLC0415
 
@@ -98,11 +102,13 @@ def schema_rows(directory: Path) -> dict[str, list[str]]:
     rows: dict[str, list[str]] = {}
     with psycopg.connect(dsn, autocommit=True) as connection:
         tables = connection.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s"
+            " ORDER BY table_name",
+            (schema,),
         ).fetchall()
         for (table,) in tables:
             query = sql.SQL("SELECT t::text FROM {} AS t").format(sql.Identifier(schema, table))
-            rows[table] = [row[0] for row in connection.execute(query)]
+            rows[table] = sorted(row[0] for row in connection.execute(query))
     return rows
 
 
