@@ -53,6 +53,16 @@ _POST_FILES: Final = {"img": "image", "media": "video"}
 _FIELDS: Final = Fields("feishu")
 
 
+def _opened(event: object) -> tuple[JSONObject, Any, str] | None:
+    """``(payload, body, where the body sits)``: a v2.0 envelope's ``event``, else the payload."""
+    data = plain(event)
+    if not isinstance(data, dict):
+        return None
+    if "schema" in data or "header" in data or "event" in data:
+        return data, _FIELDS.need(data, "event", "dict"), "event"
+    return data, data, ""
+
+
 def convert(
     event: object, *, bot_open_id: str | None = None, platform: str = "feishu"
 ) -> InboundEvent | None:
@@ -64,13 +74,10 @@ def convert(
 
     .. versionadded:: 0.1.0
     """
-    data = plain(event)
-    if not isinstance(data, dict):
+    opened = _opened(event)
+    if opened is None:
         return None
-    at = ""
-    body: Any = data
-    if "schema" in data or "header" in data or "event" in data:
-        body, at = _FIELDS.need(data, "event", "dict"), "event"
+    data, body, at = opened
     if "message" not in body and "sender" not in body:
         return None  # another event type
     header: JSONObject = _FIELDS.get(data, "header", "dict") or {}
@@ -140,13 +147,10 @@ def interaction_source(
 
     .. versionadded:: 0.1.0
     """
-    data = plain(event)
-    if not isinstance(data, dict):
+    opened = _opened(event)
+    if opened is None:
         return None
-    at = ""
-    body: Any = data
-    if "schema" in data or "header" in data or "event" in data:
-        body, at = _FIELDS.need(data, "event", "dict"), "event"
+    _, body, at = opened
     operator: JSONObject = _FIELDS.need(body, "operator", "dict", at=at)
     who = f"{at}.operator".lstrip(".")
     context: JSONObject = _FIELDS.need(body, "context", "dict", at=at)
@@ -190,13 +194,10 @@ def convert_reaction(
 
     .. versionadded:: 0.1.0
     """
-    data = plain(event)
-    if not isinstance(data, dict):
+    opened = _opened(event)
+    if opened is None:
         return None
-    at = ""
-    body: Any = data
-    if "schema" in data or "header" in data or "event" in data:
-        body, at = _FIELDS.need(data, "event", "dict"), "event"
+    data, body, at = opened
     if removed is None:
         header: JSONObject = _FIELDS.need(data, "header", "dict")
         kind = _FIELDS.need(header, "event_type", "str", at="header")

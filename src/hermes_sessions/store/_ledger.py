@@ -13,7 +13,7 @@ the row again.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
 
@@ -384,37 +384,22 @@ class Ledger:
 
     def mark_sent(self, idempotency_key: str, platform_message_id: str | None = None) -> Outbound:
         """Record that the platform accepted the reply (with the id it gave, if any)."""
-        for _ in range(_ATTEMPTS):
-            current = self._intent(idempotency_key)
-            if current.status == "sent":
-                return current
-            changed = attrs.evolve(
-                current,
-                status="sent",
-                sent_id=platform_message_id,
-                holder=None,
-                lease_until=None,
-                reason=None,
-                updated_at=self._now(),
-            )
-            done = self._change(current, changed)
-            if done is not None:
-                return done
-        return self._intent(idempotency_key)
+        return self._finish(
+            idempotency_key, status="sent", sent_id=platform_message_id, reason=None
+        )
 
     def mark_failed(self, idempotency_key: str, reason: str) -> Outbound:
         """Record that sending failed for good (a sent intent stays sent)."""
+        return self._finish(idempotency_key, status="failed", reason=reason)
+
+    def _finish(self, idempotency_key: str, **changes: Any) -> Outbound:
+        """End an intent with ``changes`` (releasing its holder); a sent intent stays sent."""
         for _ in range(_ATTEMPTS):
             current = self._intent(idempotency_key)
             if current.status == "sent":
                 return current
             changed = attrs.evolve(
-                current,
-                status="failed",
-                holder=None,
-                lease_until=None,
-                reason=reason,
-                updated_at=self._now(),
+                current, holder=None, lease_until=None, updated_at=self._now(), **changes
             )
             done = self._change(current, changed)
             if done is not None:
